@@ -1,0 +1,70 @@
+// swift-tools-version: 6.0
+// thumbd: a distributed thumbnail worker. Module layout follows the data flow (docs/architecture.md):
+// C libraries behind one small target each, pure logic in ThumbCore, I/O in the stage modules.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+  .enableUpcomingFeature("ExistentialAny"),
+  .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+  name: "thumbd",
+  platforms: [.macOS(.v15)],
+  products: [
+    .executable(name: "thumbd", targets: ["thumbd"])
+  ],
+  dependencies: [
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+  ],
+  targets: [
+    // One target per C library. System libraries are found through pkg-config.
+    .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+    .systemLibrary(name: "CLibCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+    .systemLibrary(
+      name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+    .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+    // curl_easy_setopt/getinfo are variadic, which Swift cannot call: typed wrappers live here.
+    .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
+
+    // Pure logic, no I/O: profiles, planning, geometry, EXIF, errors, retry policy.
+    .target(name: "ThumbCore", swiftSettings: strict),
+    // Runs blocking C calls on threads of our own, off Swift's cooperative pool.
+    .target(name: "Blocking", swiftSettings: strict),
+    .target(
+      name: "Imaging", dependencies: ["ThumbCore", "CTurboJPEG"], swiftSettings: strict),
+    .target(
+      name: "Queue",
+      dependencies: ["ThumbCore", "Blocking", "CLibPQ", .product(name: "Logging", package: "swift-log")],
+      swiftSettings: strict),
+    .target(
+      name: "Fetch",
+      dependencies: ["ThumbCore", "Blocking", "CCurlShim", .product(name: "Logging", package: "swift-log")],
+      swiftSettings: strict),
+    .target(name: "Storage", dependencies: ["ThumbCore", "Blocking", "CLibCrypto"], swiftSettings: strict),
+    .target(
+      name: "Worker",
+      dependencies: [
+        "ThumbCore", "Blocking", "Imaging", "Queue", "Fetch", "Storage",
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      swiftSettings: strict),
+    .executableTarget(
+      name: "thumbd",
+      dependencies: [
+        "ThumbCore", "Imaging", "Queue", "Worker", "Storage",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      swiftSettings: strict),
+
+    .testTarget(name: "ThumbCoreTests", dependencies: ["ThumbCore"], swiftSettings: strict),
+    .testTarget(name: "ImagingTests", dependencies: ["Imaging", "ThumbCore"], swiftSettings: strict),
+    .testTarget(
+      name: "IntegrationTests",
+      dependencies: ["Worker", "Queue", "Fetch", "Storage", "Imaging", "ThumbCore", "Blocking"],
+      swiftSettings: strict),
+  ],
+  swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,32 @@
+// Typed, non-variadic wrappers over libcurl's variadic calls, which Swift cannot call directly.
+// Every function is prefixed thumbd_curl_ and forwards one argument of one C type.
+#ifndef THUMBD_CCURLSHIM_H
+#define THUMBD_CCURLSHIM_H
+
+#include <curl/curl.h>
+
+typedef size_t (*thumbd_curl_data_callback)(char *data, size_t size, size_t nmemb, void *userdata);
+typedef int (*thumbd_curl_prereq_callback)(void *userdata, char *conn_primary_ip, char *conn_local_ip,
+                                           int conn_primary_port, int conn_local_port);
+typedef int (*thumbd_curl_xferinfo_callback)(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
+                                             curl_off_t ultotal, curl_off_t ulnow);
+
+CURLcode thumbd_curl_setopt_long(CURL *handle, CURLoption option, long value);
+CURLcode thumbd_curl_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value);
+CURLcode thumbd_curl_setopt_string(CURL *handle, CURLoption option, const char *value);
+CURLcode thumbd_curl_setopt_pointer(CURL *handle, CURLoption option, void *value);
+CURLcode thumbd_curl_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value);
+CURLcode thumbd_curl_setopt_write_function(CURL *handle, thumbd_curl_data_callback callback);
+CURLcode thumbd_curl_setopt_header_function(CURL *handle, thumbd_curl_data_callback callback);
+CURLcode thumbd_curl_setopt_prereq_function(CURL *handle, thumbd_curl_prereq_callback callback);
+CURLcode thumbd_curl_setopt_xferinfo_function(CURL *handle, thumbd_curl_xferinfo_callback callback);
+
+CURLcode thumbd_curl_getinfo_long(CURL *handle, CURLINFO info, long *out);
+CURLcode thumbd_curl_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *out);
+CURLcode thumbd_curl_getinfo_string(CURL *handle, CURLINFO info, const char **out);
+
+/// The values Swift needs from curl's macros, which the importer does not see.
+static inline int thumbd_curl_prereq_ok(void) { return CURL_PREREQFUNC_OK; }
+static inline int thumbd_curl_prereq_abort(void) { return CURL_PREREQFUNC_ABORT; }
+
+#endif

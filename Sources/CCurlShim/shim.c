@@ -1,0 +1,38 @@
+#include "CCurlShim.h"
+
+CURLcode thumbd_curl_setopt_long(CURL *handle, CURLoption option, long value) {
+  return curl_easy_setopt(handle, option, value);
+}
+CURLcode thumbd_curl_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value) {
+  return curl_easy_setopt(handle, option, value);
+}
+CURLcode thumbd_curl_setopt_string(CURL *handle, CURLoption option, const char *value) {
+  return curl_easy_setopt(handle, option, value);
+}
+CURLcode thumbd_curl_setopt_pointer(CURL *handle, CURLoption option, void *value) {
+  return curl_easy_setopt(handle, option, value);
+}
+CURLcode thumbd_curl_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value) {
+  return curl_easy_setopt(handle, option, value);
+}
+CURLcode thumbd_curl_setopt_write_function(CURL *handle, thumbd_curl_data_callback callback) {
+  return curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
+}
+CURLcode thumbd_curl_setopt_header_function(CURL *handle, thumbd_curl_data_callback callback) {
+  return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
+}
+CURLcode thumbd_curl_setopt_prereq_function(CURL *handle, thumbd_curl_prereq_callback callback) {
+  return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
+}
+CURLcode thumbd_curl_setopt_xferinfo_function(CURL *handle, thumbd_curl_xferinfo_callback callback) {
+  return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
+}
+CURLcode thumbd_curl_getinfo_long(CURL *handle, CURLINFO info, long *out) {
+  return curl_easy_getinfo(handle, info, out);
+}
+CURLcode thumbd_curl_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *out) {
+  return curl_easy_getinfo(handle, info, out);
+}
+CURLcode thumbd_curl_getinfo_string(CURL *handle, CURLINFO info, const char **out) {
+  return curl_easy_getinfo(handle, info, out);
+}

@@ -1,0 +1,107 @@
+import CCurlShim
+import CLibCurl
+import Foundation
+import ThumbCore
+
+/// libcurl's global state, set up once before the first handle (curl_global_init is not thread-safe,
+/// a Swift static initialiser runs exactly once).
+enum CurlGlobal {
+  static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
+}
+
+/// Per-transfer state that curl's C callbacks reach through their userdata pointer.
+///
+/// @unchecked Sendable: it is touched only by the one thread running the transfer.
+final class TransferState: @unchecked Sendable {
+  let maxBytes: Int
+  let addressGuard: AddressGuard
+  let host: String?
+  var body: [UInt8] = []
+  var overLimit = false
+  var blockedAddress: String?
+  var retryAfter: String?
+
+  init(maxBytes: Int, addressGuard: AddressGuard, host: String?) {
+    self.maxBytes = maxBytes
+    self.addressGuard = addressGuard
+    self.host = host
+  }
+}
+
+/// One curl easy handle, cleaned up once in deinit. Used by one thread at a time (a transfer).
+final class CurlEasy {
+  let handle: UnsafeMutableRawPointer
+
+  init() throws(JobError) {
+    guard CurlGlobal.initialised, let handle = curl_easy_init() else {
+      throw JobError(.internalError, "curl_easy_init failed")
+    }
+    self.handle = handle
+  }
+
+  deinit { curl_easy_cleanup(handle) }
+
+  func set(_ option: CURLoption, _ value: Int) {
+    _ = thumbd_curl_setopt_long(handle, option, value)
+  }
+
+  func set(_ option: CURLoption, _ value: String) {
+    _ = thumbd_curl_setopt_string(handle, option, value)  // curl copies strings it is given
+  }
+
+  func setOffset(_ option: CURLoption, _ value: Int) {
+    _ = thumbd_curl_setopt_off_t(handle, option, curl_off_t(value))
+  }
+
+  func info(long info: CURLINFO) -> Int {
+    var value = 0
+    _ = thumbd_curl_getinfo_long(handle, info, &value)
+    return value
+  }
+
+  func info(string info: CURLINFO) -> String? {
+    var value: UnsafePointer<CChar>? = nil
+    _ = thumbd_curl_getinfo_string(handle, info, &value)
+    return value.map { String(cString: $0) }
+  }
+}
+
+// The C callbacks. They capture nothing (C function pointers cannot), and find their state via userdata.
+
+let writeBody: thumbd_curl_data_callback = { data, size, count, userdata in
+  let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
+  let length = size * count
+  // The cap is enforced while receiving, so a lying or missing Content-Length cannot blow memory.
+  if state.body.count + length > state.maxBytes {
+    state.overLimit = true
+    return 0  // curl aborts the transfer with CURLE_WRITE_ERROR
+  }
+  if let data { data.withMemoryRebound(to: UInt8.self, capacity: length) { state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) } }
+  return length
+}
+
+let readHeader: thumbd_curl_data_callback = { data, size, count, userdata in
+  let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
+  let length = size * count
+  if let data {
+    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+    if line.lowercased().hasPrefix("retry-after:") {
+      state.retryAfter = line.dropFirst("retry-after:".count).trimmingCharacters(in: .whitespacesAndNewlines)
+    } else if line.hasPrefix("HTTP/") {
+      state.retryAfter = nil  // a new response (after a redirect) starts here
+    }
+  }
+  return length
+}
+
+/// Runs after connecting and before sending each request (also after every redirect), with the address
+/// actually connected to: the one place where the SSRF guard cannot be fooled by DNS.
+let checkConnectedAddress: thumbd_curl_prereq_callback = { userdata, primaryIP, _, _, _ in
+  let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
+  let text = primaryIP.map { String(cString: $0) } ?? ""
+  guard let address = IPAddress(text), state.addressGuard.permits(address: address, host: state.host) else {
+    state.blockedAddress = text
+    return thumbd_curl_prereq_abort()
+  }
+  return thumbd_curl_prereq_ok()
+}

@@ -1,0 +1,81 @@
+public import Foundation
+
+/// Applies `migrations/NNNN_name.sql` in order. Each file runs in its own transaction together with the
+/// row that records it, so a failed migration leaves nothing behind. A session advisory lock serialises
+/// concurrent `thumbd migrate` runs (a fleet starting at once): the second waits, then finds nothing to do.
+public struct Migrator: Sendable {
+  public struct Migration: Sendable, Equatable {
+    public var version: String
+    public var name: String
+    public var sql: String
+  }
+
+  public struct Failure: Error, CustomStringConvertible {
+    public var description: String
+  }
+
+  /// Arbitrary but fixed: the advisory lock key all thumbd processes agree on for migrations.
+  static let lockKey = "7350912883"
+
+  public let migrations: [Migration]
+
+  public init(directory: URL) throws {
+    let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+      .filter { $0.hasSuffix(".sql") }
+      .sorted()
+    migrations = try files.map { file in
+      guard let prefix = file.split(separator: "_").first, prefix.allSatisfy(\.isNumber) else {
+        throw Failure(description: "migration file \(file) must be named NNNN_description.sql")
+      }
+      let sql = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+      return Migration(version: String(prefix), name: file, sql: sql)
+    }
+    if Set(migrations.map(\.version)).count != migrations.count {
+      throw Failure(description: "two migration files share a version number in \(directory.path)")
+    }
+  }
+
+  /// Finds the migrations folder: $THUMBD_MIGRATIONS, ./migrations, then upwards from the executable
+  /// (a build in .build/<config>/ of a checkout), then the packaged location.
+  public static func locateDirectory() -> URL? {
+    var candidates: [URL] = []
+    if let env = ProcessInfo.processInfo.environment["THUMBD_MIGRATIONS"] {
+      candidates.append(URL(fileURLWithPath: env))
+    }
+    candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("migrations"))
+    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    for _ in 0..<6 {
+      candidates.append(dir.appendingPathComponent("migrations"))
+      dir = dir.deletingLastPathComponent()
+    }
+    candidates.append(URL(fileURLWithPath: "/usr/share/thumbd/migrations"))
+    return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("0001_init.sql").path) }
+  }
+
+  /// Applies what is missing; returns the names of the files applied (empty when up to date).
+  public func apply(on connection: PostgresConnection) throws -> [String] {
+    try connection.query("SELECT pg_advisory_lock($1::bigint)", [Self.lockKey])
+    defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [Self.lockKey]) }
+    try connection.execute(
+      script: """
+        CREATE SCHEMA IF NOT EXISTS thumbs;
+        CREATE TABLE IF NOT EXISTS thumbs.schema_migrations (
+          version text PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+        """)
+    let done = Set(try connection.query("SELECT version FROM thumbs.schema_migrations").rows.compactMap { $0[0] })
+    var applied: [String] = []
+    for migration in migrations where !done.contains(migration.version) {
+      do {
+        try connection.execute(script: "BEGIN;\n" + migration.sql)
+        try connection.query(
+          "INSERT INTO thumbs.schema_migrations (version, name) VALUES ($1, $2)", [migration.version, migration.name])
+        try connection.execute(script: "COMMIT")
+      } catch {
+        try? connection.execute(script: "ROLLBACK")
+        throw Failure(description: "migration \(migration.name) failed: \(error)")
+      }
+      applied.append(migration.name)
+    }
+    return applied
+  }
+}

@@ -1,0 +1,43 @@
+public import Blocking
+
+/// A connection used from async code: each statement runs on the blocking pool, never on the
+/// cooperative threads.
+public struct PostgresClient: Sendable {
+  public let connection: PostgresConnection
+  public let pool: BlockingPool
+
+  public init(conninfo: String, pool: BlockingPool) async throws(PostgresError) {
+    self.connection = try await pool.run { () throws(PostgresError) in try PostgresConnection(conninfo: conninfo) }
+    self.pool = pool
+  }
+
+  @discardableResult
+  public func query(_ sql: String, _ parameters: [String?] = []) async throws(PostgresError) -> QueryResult {
+    let connection = self.connection
+    return try await pool.run { () throws(PostgresError) in try connection.query(sql, parameters) }
+  }
+
+  public func close() {
+    connection.close()
+  }
+}
+
+/// Encodes values as PostgreSQL array literals for `$n::text[]` parameters (one round trip for many rows).
+public enum PostgresArray {
+  public static func literal(_ values: [String]) -> String {
+    "{" + values.map(quote).joined(separator: ",") + "}"
+  }
+
+  public static func literal(_ values: [Int]) -> String {
+    "{" + values.map(String.init).joined(separator: ",") + "}"
+  }
+
+  static func quote(_ value: String) -> String {
+    var out = "\""
+    for ch in value {
+      if ch == "\"" || ch == "\\" { out.append("\\") }
+      out.append(ch)
+    }
+    return out + "\""
+  }
+}

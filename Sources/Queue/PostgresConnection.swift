@@ -1,0 +1,131 @@
+import CLibPQ
+import Foundation
+
+/// Rows copied out of a libpq result, which is freed before this is returned: nothing here points into C.
+public struct QueryResult: Sendable {
+  public var columns: [String]
+  public var rows: [[String?]]
+  /// Rows touched by INSERT/UPDATE/DELETE (PQcmdTuples), or the number of rows returned.
+  public var affectedRows: Int
+
+  public subscript(row: Int, column: String) -> String? {
+    guard let index = columns.firstIndex(of: column) else { return nil }
+    return rows[row][index]
+  }
+}
+
+/// One libpq connection, owned and closed exactly once (in `close()` or deinit). Values travel as text
+/// parameters ($1, $2, ...): SQL is never built by pasting values into it.
+///
+/// @unchecked Sendable: a PGconn must not be used by two threads at once. Every use goes through `lock`,
+/// so callers on any thread are serialised. Calls block; use it from a BlockingPool, not from async code.
+public final class PostgresConnection: @unchecked Sendable {
+  private let conninfo: String
+  private var connection: OpaquePointer?
+  private let lock = NSLock()
+
+  /// Connects now, so a bad DATABASE_URL is reported at start-up rather than at the first job.
+  public init(conninfo: String) throws(PostgresError) {
+    self.conninfo = conninfo
+    try locked { () throws(PostgresError) in try connectLocked() }
+  }
+
+  deinit {
+    if let connection { PQfinish(connection) }
+  }
+
+  public func close() {
+    locked {
+      if let connection { PQfinish(connection) }
+      connection = nil
+    }
+  }
+
+  /// Runs one statement with text parameters. A broken connection is re-established first, so a restarted
+  /// database costs the statements in flight at that moment, not the worker.
+  @discardableResult
+  public func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> QueryResult {
+    try locked { () throws(PostgresError) -> QueryResult in
+      let conn = try liveConnection()
+      let result = withCStrings(parameters) { values in
+        PQexecParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+      }
+      return try consume(result, conn)
+    }
+  }
+
+  /// Runs a script of several statements without parameters (migrations only: PQexec allows many
+  /// statements in one call, PQexecParams does not).
+  public func execute(script: String) throws(PostgresError) {
+    try locked { () throws(PostgresError) in
+      let conn = try liveConnection()
+      _ = try consume(PQexec(conn, script), conn)
+    }
+  }
+
+  /// NSLock.withLock loses typed throws, so this does the same with them.
+  private func locked<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+    lock.lock()
+    defer { lock.unlock() }
+    return try body()
+  }
+
+  private func connectLocked() throws(PostgresError) {
+    // Defaults first, then the caller's URL or conninfo, whose settings override ours (expand_dbname).
+    let keys = ["connect_timeout", "application_name", "keepalives_idle", "dbname"]
+    let values = ["10", "thumbd", "30", conninfo]
+    let conn = withCStrings(keys) { k in withCStrings(values) { v in PQconnectdbParams(k, v, 1) } }
+    guard let conn else { throw PostgresError(kind: .connection, message: "out of memory") }
+    guard PQstatus(conn) == CONNECTION_OK else {
+      let message = String(cString: PQerrorMessage(conn)).trimmingCharacters(in: .whitespacesAndNewlines)
+      PQfinish(conn)
+      throw PostgresError(kind: .connection, message: message)
+    }
+    connection = conn
+  }
+
+  private func liveConnection() throws(PostgresError) -> OpaquePointer {
+    if let connection, PQstatus(connection) == CONNECTION_OK { return connection }
+    if let connection { PQfinish(connection) }
+    connection = nil
+    try connectLocked()
+    return connection!
+  }
+
+  private func consume(_ result: OpaquePointer?, _ conn: OpaquePointer) throws(PostgresError) -> QueryResult {
+    guard let result else {
+      throw PostgresError(kind: .connection, message: String(cString: PQerrorMessage(conn)))
+    }
+    defer { PQclear(result) }
+    switch PQresultStatus(result) {
+    case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+      break
+    default:
+      let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+      let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+      let broken = PQstatus(conn) != CONNECTION_OK
+      throw PostgresError(kind: broken || state == nil ? .connection : .query, sqlState: state, message: message)
+    }
+    let columnCount = Int(PQnfields(result))
+    let rowCount = Int(PQntuples(result))
+    let columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
+    var rows: [[String?]] = []
+    rows.reserveCapacity(rowCount)
+    for r in 0..<rowCount {
+      rows.append(
+        (0..<columnCount).map { c in
+          PQgetisnull(result, Int32(r), Int32(c)) == 1 ? nil : String(cString: PQgetvalue(result, Int32(r), Int32(c)))
+        })
+    }
+    let affected = Int(String(cString: PQcmdTuples(result))) ?? rowCount
+    return QueryResult(columns: columns, rows: rows, affectedRows: affected)
+  }
+}
+
+/// Hands C an array of NUL-terminated strings (NULL for nil) that lives for the duration of `body`.
+func withCStrings<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+  let copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0)! } }
+  defer { copies.forEach { free($0) } }
+  let pointers = copies.map { UnsafePointer($0) } + [nil]
+  return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}

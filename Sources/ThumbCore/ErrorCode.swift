@@ -1,0 +1,44 @@
+/// The stable vocabulary stored in `thumbs.jobs.error_code` (CONTRACT.md). Operators filter on these
+/// strings, so a case is never renamed; new ones may be added.
+public enum ErrorCode: String, Sendable, CaseIterable, Codable {
+  case notFound = "not_found"
+  case httpError = "http_error"
+  case fetchFailed = "fetch_failed"
+  case timeout = "timeout"
+  case tooLarge = "too_large"
+  case blockedSource = "blocked_source"
+  case unsupportedFormat = "unsupported_format"
+  case corruptImage = "corrupt_image"
+  case overMemoryBudget = "over_memory_budget"
+  case storageFailed = "storage_failed"
+  /// A worker held the job past its lease without finishing (crashed, frozen, partitioned).
+  case leaseExpired = "lease_expired"
+  /// A bug or an unexpected library failure: retried, since it may not recur.
+  case internalError = "internal_error"
+  /// The job names a profile whose spec is invalid (fix the profile, then thumbs.retry).
+  case invalidProfile = "invalid_profile"
+
+  /// Permanent errors fail the job at once: trying again would give the same answer.
+  public var isPermanent: Bool {
+    switch self {
+    case .notFound, .httpError, .tooLarge, .blockedSource, .unsupportedFormat, .corruptImage,
+      .overMemoryBudget, .invalidProfile:
+      return true
+    case .fetchFailed, .timeout, .storageFailed, .leaseExpired, .internalError:
+      return false
+    }
+  }
+}
+
+/// An error that ends a job's attempt, already classified for the queue.
+public struct JobError: Error, Sendable, Equatable, CustomStringConvertible {
+  public var code: ErrorCode
+  public var message: String
+
+  public init(_ code: ErrorCode, _ message: String) {
+    self.code = code
+    self.message = message
+  }
+
+  public var description: String { "\(code.rawValue): \(message)" }
+}

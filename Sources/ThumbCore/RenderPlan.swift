@@ -1,0 +1,67 @@
+/// Decides how an original becomes its variants: at which DCT scale to decode, and which image each
+/// variant is resampled from. Pure arithmetic, so every choice is unit-tested.
+public enum RenderPlanner {
+  /// The resampler wants at least this much reduction left after shrink-on-load, because the block
+  /// shrink of a scaled decode is sharper and aliases more than a windowed-sinc resize (libvips uses the
+  /// same margin in its thumbnailer).
+  public static let reductionMargin = 2.0
+
+  /// The JPEG DCT scale denominators we use (1/1, 1/2, 1/4, 1/8): the ones libjpeg-turbo has SIMD paths for.
+  public static let dctDenominators = [8, 4, 2, 1]
+
+  /// The largest reduction a scaled decode may make, given the upright source size and the variants.
+  /// Returns the denominator d: decode at 1/d.
+  public static func decodeDenominator(source: PixelSize, variants: [VariantSpec]) -> Int {
+    let needed = variants.map { VariantLayout.make(source: source, box: $0.box, fit: $0.fit).scale }.max() ?? 1
+    for d in dctDenominators where Double(d) * reductionMargin * needed <= 1.0 {
+      // The decoded size is rounded up by libjpeg, so it is never smaller than the exact 1/d.
+      return d
+    }
+    return 1
+  }
+
+  /// One resample: variant `variant` is made from `source` (nil = the decoded image, otherwise an earlier
+  /// variant's output), taking `region` of that source image.
+  public struct Step: Hashable, Sendable {
+    public var variant: Int
+    public var source: Int?
+    public var region: Region
+    public var output: PixelSize
+  }
+
+  /// The steps, largest variant first. `original` is the upright full-resolution size (outputs are
+  /// defined by it, so a scaled decode never changes a variant's size); `decoded` is the upright size of
+  /// the decoded image. A variant is made from the smallest earlier full-frame result that still has
+  /// `reductionMargin` times the detail it needs, else from the decode.
+  public static func steps(original: PixelSize, decoded: PixelSize, variants: [VariantSpec]) -> [Step] {
+    let layouts = variants.map { VariantLayout.make(source: original, box: $0.box, fit: $0.fit) }
+    let order = layouts.indices.sorted { (layouts[$0].scale, -$0) > (layouts[$1].scale, -$1) }
+
+    // Candidate sources: (variant index or nil, x and y scale relative to the original).
+    let decodedScale = (
+      x: Double(decoded.width) / Double(original.width), y: Double(decoded.height) / Double(original.height)
+    )
+    var candidates: [(index: Int?, sx: Double, sy: Double)] = []
+    var steps: [Step] = []
+    for i in order {
+      let layout = layouts[i]
+      let need = layout.scale
+      var chosen: (index: Int?, sx: Double, sy: Double) = (nil, decodedScale.x, decodedScale.y)
+      for c in candidates where min(c.sx, c.sy) >= need * reductionMargin {
+        if min(c.sx, c.sy) < min(chosen.sx, chosen.sy) { chosen = c }
+      }
+      steps.append(
+        Step(variant: i, source: chosen.index, region: layout.region.scaled(x: chosen.sx, y: chosen.sy),
+          output: layout.output))
+      // Only whole-picture results can feed later variants: a crop has lost part of the frame.
+      if variants[i].fit == .inside {
+        candidates.append(
+          (
+            i, Double(layout.output.width) / Double(original.width),
+            Double(layout.output.height) / Double(original.height)
+          ))
+      }
+    }
+    return steps
+  }
+}

@@ -1,0 +1,44 @@
+public import Blocking
+public import Fetch
+import Foundation
+public import Imaging
+public import Queue
+public import Storage
+public import ThumbCore
+
+/// Turns one leased job into stored variants: fetch, decode and render, store. All blocking work runs on
+/// the pool. Throws a classified JobError; never touches the database (the Worker writes the outcome).
+public struct JobProcessor: Sendable {
+  public let fetcher: Fetcher
+  public let thumbnailer: Thumbnailer
+  public let store: any ThumbnailStore
+  public let pool: BlockingPool
+
+  public init(fetcher: Fetcher, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool) {
+    self.fetcher = fetcher
+    self.thumbnailer = thumbnailer
+    self.store = store
+    self.pool = pool
+  }
+
+  public func process(_ job: LeasedJob) async throws(JobError) -> [VariantRecord] {
+    let profile: Profile
+    do {
+      profile = try ProfileSpec.parse(name: job.profileName, json: Data(job.profileSpec.utf8))
+    } catch {
+      throw JobError(.invalidProfile, error.description)
+    }
+    let original = try await fetcher.fetch(job.sourceURL)
+    let (thumbnailer, store) = (self.thumbnailer, self.store)
+    return try await pool.run { () throws(JobError) -> [VariantRecord] in
+      let (_, rendered) = try thumbnailer.render(original.bytes, variants: profile.variants)
+      return try rendered.map { (variant) throws(JobError) -> VariantRecord in
+        let key = StorageKey.contentAddressed(variant.data, fileExtension: variant.format.fileExtension)
+        try store.put(key: key, bytes: variant.data, contentType: variant.format.contentType)
+        return VariantRecord(
+          name: variant.name, width: variant.size.width, height: variant.size.height,
+          format: variant.format.rawValue, bytes: variant.data.count, storageKey: key)
+      }
+    }
+  }
+}

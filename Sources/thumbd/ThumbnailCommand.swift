@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import Imaging
+import Queue
+import ThumbCore
+
+struct ThumbnailCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "thumbnail",
+    abstract: "Without a database: write DIR/<stem>_<variant>.<ext> for each file; exit 1 if any failed.")
+
+  @Option(help: "output folder") var out: String
+  @Option(help: "profile: 'default', or a JSON spec file") var profile = "default"
+  @Option(help: "largest original in pixels") var maxPixels = 100_000_000
+  @Flag(help: "print per-file timing") var verbose = false
+  @Argument(help: "image files") var files: [String]
+
+  func run() throws {
+    let spec = try loadProfile()
+    try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+    let thumbnailer = Thumbnailer(maxPixels: maxPixels)
+    var failures = 0
+    let started = Date()
+    for file in files {
+      let stem = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+      do {
+        guard let data = FileManager.default.contents(atPath: file) else {
+          throw JobError(.notFound, "cannot read \(file)")
+        }
+        let t0 = Date()
+        let (info, variants) = try thumbnailer.render([UInt8](data), variants: spec.variants)
+        for variant in variants {
+          let path = "\(out)/\(stem)_\(variant.name).\(variant.format.fileExtension)"
+          try Data(variant.data).write(to: URL(fileURLWithPath: path), options: .atomic)
+        }
+        if verbose {
+          let ms = Int(Date().timeIntervalSince(t0) * 1000)
+          print("\(file): \(info.size) 1/\(info.decodeDenominator) \(ms) ms")
+        }
+      } catch let error as JobError {
+        failures += 1
+        FileHandle.standardError.write(Data("\(file): \(error.code.rawValue): \(error.message)\n".utf8))
+      }
+    }
+    let seconds = Date().timeIntervalSince(started)
+    print(
+      "\(files.count - failures) of \(files.count) files thumbnailed in \(String(format: "%.2f", seconds)) s"
+        + (failures > 0 ? ", \(failures) failed" : ""))
+    if failures > 0 { throw ExitCode(1) }
+  }
+
+  func loadProfile() throws -> Profile {
+    if profile == "default" { return .default }
+    guard let json = FileManager.default.contents(atPath: profile) else {
+      throw ValidationError("--profile: 'default' or a readable JSON spec file, not '\(profile)'")
+    }
+    return try ProfileSpec.parse(name: URL(fileURLWithPath: profile).lastPathComponent, json: json)
+  }
+}

@@ -1,0 +1,92 @@
+import ArgumentParser
+import Dispatch
+import Fetch
+import Foundation
+import Logging
+import ThumbCore
+import Worker
+
+struct WorkerCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "worker",
+    abstract: "Lease and process jobs until SIGTERM/SIGINT (graceful), or until drained with --drain.",
+    discussion: "Every option can also be set as THUMBD_<NAME>, e.g. THUMBD_MEMORY_BUDGET=256MiB.")
+
+  @OptionGroup var database: DatabaseOptions
+  @Option(help: "jobs processed at once (THUMBD_CONCURRENCY; default: cores)") var concurrency: Int?
+  @Option(help: "memory budget, e.g. 256MiB (THUMBD_MEMORY_BUDGET)") var memoryBudget: String?
+  @Option(help: "file:///abs/dir (THUMBD_STORAGE)") var storage: String?
+  @Flag(help: "exit 0 once no job is due now and none is running here (THUMBD_DRAIN=1)") var drain = false
+  @Option(help: "lease length in seconds, renewed by heartbeats (THUMBD_LEASE_TTL; default 60)") var leaseTtl: Double?
+  @Option(help: "total seconds per download (THUMBD_FETCH_TIMEOUT; default 30)") var fetchTimeout: Double?
+  @Option(help: "largest original, e.g. 50MiB (THUMBD_MAX_DOWNLOAD_BYTES)") var maxDownloadBytes: String?
+  @Option(help: "largest original in pixels (THUMBD_MAX_PIXELS; default 100000000)") var maxPixels: Int?
+  @Option(help: "hosts or CIDRs exempt from the private-network block (THUMBD_ALLOW_HOSTS)") var allowHosts: String?
+
+  func run() async throws {
+    Thumbd.bootstrapLogging()
+    let config = try makeConfig()
+    let worker = Worker(config: config, logger: Logger(label: "thumbd.worker"))
+    let signals = installSignalHandlers(worker.shutdown)
+    let totals = try await worker.run()
+    withExtendedLifetime(signals) {}
+    if totals.succeeded + totals.failed + totals.retried == 0 && config.drain {
+      print("no jobs were due")
+    }
+  }
+
+  func makeConfig() throws -> WorkerConfig {
+    guard let storageURL = setting(storage, "STORAGE") else {
+      throw ValidationError("--storage (or THUMBD_STORAGE) is required, e.g. file:///var/lib/thumbd")
+    }
+    var config = WorkerConfig(databaseURL: try database.resolved(), storageURL: storageURL)
+    if let value = setting(concurrency.map(String.init), "CONCURRENCY") {
+      guard let n = Int(value), (1...256).contains(n) else { throw ValidationError("--concurrency must be 1...256") }
+      config.concurrency = n
+    } else {
+      config.concurrency = ProcessInfo.processInfo.activeProcessorCount
+    }
+    if let value = setting(memoryBudget, "MEMORY_BUDGET") {
+      guard let bytes = ByteSize.parse(value) else { throw ValidationError("--memory-budget: '\(value)' is not a size") }
+      config.memoryBudget = bytes
+    }
+    config.drain = drain || ["1", "true", "yes"].contains(setting(nil, "DRAIN")?.lowercased() ?? "")
+    if let value = setting(leaseTtl.map { String($0) }, "LEASE_TTL") {
+      guard let seconds = Double(value), seconds >= 1 else { throw ValidationError("--lease-ttl must be >= 1") }
+      config.leaseSeconds = seconds
+    }
+    if let value = setting(fetchTimeout.map { String($0) }, "FETCH_TIMEOUT") {
+      guard let seconds = Double(value), seconds > 0 else { throw ValidationError("--fetch-timeout must be > 0") }
+      config.fetch.totalTimeout = seconds
+      config.fetch.connectTimeout = min(config.fetch.connectTimeout, seconds)
+    }
+    if let value = setting(maxDownloadBytes, "MAX_DOWNLOAD_BYTES") {
+      guard let bytes = ByteSize.parse(value), bytes > 0 else {
+        throw ValidationError("--max-download-bytes: '\(value)' is not a size")
+      }
+      config.fetch.maxBytes = bytes
+    }
+    if let value = setting(maxPixels.map(String.init), "MAX_PIXELS") {
+      guard let n = Int(value), n > 0 else { throw ValidationError("--max-pixels must be > 0") }
+      config.maxPixels = n
+    }
+    if let value = setting(allowHosts, "ALLOW_HOSTS") {
+      config.addressGuard = try AddressGuard(allowList: value)
+    }
+    return config
+  }
+
+  /// SIGTERM and SIGINT ask the worker to stop leasing and finish what it runs; a second signal exits now.
+  func installSignalHandlers(_ shutdown: ShutdownSignal) -> [any DispatchSourceSignal] {
+    [SIGTERM, SIGINT].map { (number: Int32) -> any DispatchSourceSignal in
+      signal(number, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+      source.setEventHandler {
+        if shutdown.isRequested { Foundation.exit(130) }
+        shutdown.request()
+      }
+      source.resume()
+      return source
+    }
+  }
+}
