@@ -1,0 +1,89 @@
+import Testing
+
+@testable import ThumbCore
+
+@Suite struct GeometryTests {
+  let landscape = PixelSize(width: 4000, height: 3000)
+
+  @Test func insideKeepsAspectAndFitsTheBox() {
+    let large = VariantLayout.make(source: landscape, box: PixelSize(width: 1600, height: 1600), fit: .inside)
+    #expect(large.output == PixelSize(width: 1600, height: 1200))
+    #expect(large.region == Region(landscape))
+    let portrait = VariantLayout.make(
+      source: PixelSize(width: 3024, height: 4032), box: PixelSize(width: 320, height: 320), fit: .inside)
+    #expect(portrait.output == PixelSize(width: 240, height: 320))
+  }
+
+  @Test func neverUpscales() {
+    let small = PixelSize(width: 1000, height: 500)
+    let inside = VariantLayout.make(source: small, box: PixelSize(width: 1600, height: 1600), fit: .inside)
+    #expect(inside.output == small)
+    let cover = VariantLayout.make(
+      source: PixelSize(width: 200, height: 1000), box: PixelSize(width: 256, height: 256), fit: .cover)
+    #expect(cover.output == PixelSize(width: 200, height: 200))
+    #expect(cover.region == Region(x: 0, y: 400, width: 200, height: 200))
+    let tiny = VariantLayout.make(
+      source: PixelSize(width: 100, height: 68), box: PixelSize(width: 256, height: 256), fit: .cover)
+    #expect(tiny.output == PixelSize(width: 68, height: 68))
+  }
+
+  @Test func coverCropsTheCentre() {
+    let square = VariantLayout.make(source: landscape, box: PixelSize(width: 256, height: 256), fit: .cover)
+    #expect(square.output == PixelSize(width: 256, height: 256))
+    #expect(square.region == Region(x: 500, y: 0, width: 3000, height: 3000))
+    let tall = VariantLayout.make(
+      source: PixelSize(width: 3000, height: 4000), box: PixelSize(width: 300, height: 100), fit: .cover)
+    #expect(tall.output == PixelSize(width: 300, height: 100))
+    #expect(tall.region == Region(x: 0, y: 1500, width: 3000, height: 1000))
+  }
+
+  @Test func extremeAspectStillGetsOnePixel() {
+    let strip = VariantLayout.make(
+      source: PixelSize(width: 20000, height: 3), box: PixelSize(width: 320, height: 320), fit: .inside)
+    #expect(strip.output == PixelSize(width: 320, height: 1))
+  }
+}
+
+@Suite struct RenderPlanTests {
+  let variants = Profile.default.variants
+
+  @Test(arguments: [
+    (PixelSize(width: 5640, height: 3172), 1),  // 1600/5640 needs 0.28: even 1/2 would leave < 2x
+    (PixelSize(width: 8000, height: 6000), 2),
+    (PixelSize(width: 16000, height: 12000), 4),
+    (PixelSize(width: 32000, height: 24000), 8),
+    (PixelSize(width: 800, height: 600), 1),
+  ])
+  func decodeScaleLeavesTwiceTheDetail(source: PixelSize, expected: Int) {
+    #expect(RenderPlanner.decodeDenominator(source: source, variants: variants) == expected)
+  }
+
+  @Test func smallProfileAllowsDeepShrink() {
+    let thumbOnly = [VariantSpec(name: "t", width: 100, height: 100, fit: .inside, format: .jpeg, quality: 80)]
+    #expect(RenderPlanner.decodeDenominator(source: PixelSize(width: 4000, height: 3000), variants: thumbOnly) == 8)
+  }
+
+  @Test func cascadesLargestFirstFromAdequateResults() {
+    let original = PixelSize(width: 4000, height: 3000)
+    let steps = RenderPlanner.steps(original: original, decoded: original, variants: variants)
+    // Largest demand first: the square needs 256 of 3000 rows (0.085), more than small's 320 of 4000.
+    #expect(steps.map(\.variant) == [0, 1, 3, 2])
+    let byVariant = Dictionary(uniqueKeysWithValues: steps.map { ($0.variant, $0) })
+    #expect(byVariant[0]?.source == nil)  // large from the decode
+    #expect(byVariant[1]?.source == 0)  // medium (800) from large (1600): exactly 2x
+    #expect(byVariant[2]?.source == 1)  // small (320) from medium (800)
+    // The square from medium (600 rows >= 2 x 256), cropped to its centre.
+    #expect(byVariant[3]?.source == 1)
+    #expect(byVariant[3]?.region == Region(x: 100, y: 0, width: 600, height: 600))
+    #expect(byVariant[2]?.output == PixelSize(width: 320, height: 240))
+    #expect(byVariant[3]?.output == PixelSize(width: 256, height: 256))
+  }
+
+  @Test func regionsMapIntoAScaledDecode() {
+    let original = PixelSize(width: 8000, height: 6000)
+    let decoded = PixelSize(width: 4000, height: 3000)
+    let steps = RenderPlanner.steps(original: original, decoded: decoded, variants: variants)
+    #expect(steps[0].region == Region(x: 0, y: 0, width: 4000, height: 3000))
+    #expect(steps[0].output == PixelSize(width: 1600, height: 1200))
+  }
+}

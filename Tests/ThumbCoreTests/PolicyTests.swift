@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+
+@testable import ThumbCore
+
+@Suite struct RetryPolicyTests {
+  let policy = RetryPolicy(baseSeconds: 10, capSeconds: 300, jitter: 0.25)
+
+  @Test func growsExponentiallyUpToTheCap() {
+    #expect(policy.delay(afterAttempt: 1, unit: 0) == 10)
+    #expect(policy.delay(afterAttempt: 3, unit: 0) == 40)
+    #expect(policy.delay(afterAttempt: 10, unit: 0) == 300)
+    #expect(policy.delay(afterAttempt: 1000, unit: 0) == 300)
+  }
+
+  @Test func jitterOnlyShortens() {
+    #expect(policy.delay(afterAttempt: 2, unit: 0.999) > 15)
+    #expect(policy.delay(afterAttempt: 2, unit: 0.999) <= 20)
+  }
+
+  @Test func permanentErrorsAndLastAttemptsFail() {
+    #expect(policy.decide(code: .notFound, attempt: 1, maxAttempts: 5, unit: 0) == .fail)
+    #expect(policy.decide(code: .corruptImage, attempt: 1, maxAttempts: 5, unit: 0) == .fail)
+    #expect(policy.decide(code: .fetchFailed, attempt: 5, maxAttempts: 5, unit: 0) == .fail)
+    #expect(policy.decide(code: .fetchFailed, attempt: 2, maxAttempts: 5, unit: 0) == .retry(afterSeconds: 20))
+    #expect(policy.decide(code: .timeout, attempt: 1, maxAttempts: 5, unit: 0) == .retry(afterSeconds: 10))
+  }
+
+  @Test func contractVocabularyIsStable() {
+    let contract = [
+      "not_found", "http_error", "fetch_failed", "timeout", "too_large", "blocked_source",
+      "unsupported_format", "corrupt_image", "over_memory_budget", "storage_failed",
+    ]
+    for code in contract { #expect(ErrorCode(rawValue: code) != nil, "\(code)") }
+  }
+}
+
+@Suite struct ByteSizeTests {
+  @Test func parsesOperatorSizes() {
+    #expect(ByteSize.parse("256MiB") == 268_435_456)
+    #expect(ByteSize.parse("50MB") == 50_000_000)
+    #expect(ByteSize.parse("1g") == 1_073_741_824)
+    #expect(ByteSize.parse("4096") == 4096)
+    #expect(ByteSize.parse(" 1.5 KiB ") == 1536)
+    #expect(ByteSize.parse("lots") == nil)
+    #expect(ByteSize.parse("12parsecs") == nil)
+    #expect(ByteSize.format(268_435_456) == "256 MiB")
+  }
+}
+
+@Suite struct AddressGuardTests {
+  let guardDefault = AddressGuard()
+
+  @Test(arguments: [
+    "127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
+    "::1", "::", "fe80::1", "fd00::5", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "224.0.0.1",
+  ])
+  func blocksPrivateAndReservedAddresses(address: String) throws {
+    let ip = try #require(IPAddress(address))
+    #expect(!guardDefault.permits(address: ip, host: "example.com"))
+  }
+
+  @Test(arguments: ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "172.32.0.1"])
+  func allowsPublicAddresses(address: String) throws {
+    #expect(guardDefault.permits(address: try #require(IPAddress(address)), host: nil))
+  }
+
+  @Test func allowListExemptsHostsAndNetworks() throws {
+    let allowing = try AddressGuard(allowList: "127.0.0.1, 10.1.0.0/16 origin.internal")
+    #expect(allowing.permits(address: IPAddress("127.0.0.1")!, host: "localhost"))
+    #expect(allowing.permits(address: IPAddress("10.1.2.3")!, host: nil))
+    #expect(!allowing.permits(address: IPAddress("10.2.0.1")!, host: nil))
+    #expect(allowing.permits(address: IPAddress("192.168.0.9")!, host: "origin.internal"))
+    #expect(throws: AddressGuard.ParseError.self) { try AddressGuard(allowList: "10.0.0.0/99") }
+  }
+
+  @Test func parsesAddressForms() {
+    #expect(IPAddress("1.2.3") == nil)
+    #expect(IPAddress("256.1.1.1") == nil)
+    #expect(IPAddress("1::2::3") == nil)
+    #expect(IPAddress("2001:db8::1")?.bytes.count == 16)
+    #expect(IPAddress("::ffff:1.2.3.4")?.unmappedIPv4 == IPAddress("1.2.3.4"))
+  }
+}
+
+@Suite struct ProfileSpecTests {
+  @Test func parsesTheSeededDefaultProfile() throws {
+    // The same JSON as migrations/0001_init.sql seeds.
+    let json = """
+      {"variants": [
+        {"name": "large",  "width": 1600, "height": 1600, "fit": "inside", "format": "jpeg", "quality": 82},
+        {"name": "medium", "width": 800,  "height": 800,  "fit": "inside", "format": "jpeg", "quality": 82},
+        {"name": "small",  "width": 320,  "height": 320,  "fit": "inside", "format": "jpeg", "quality": 80},
+        {"name": "square", "width": 256,  "height": 256,  "fit": "cover",  "format": "jpeg", "quality": 80}]}
+      """
+    #expect(try ProfileSpec.parse(name: "default", json: Data(json.utf8)) == Profile.default)
+  }
+
+  @Test(arguments: [
+    ("{}", "non-empty"),
+    (#"{"variants":[{"name":"a","width":0,"height":5}]}"#, "width"),
+    (#"{"variants":[{"name":"a","width":5,"height":5,"fit":"stretch"}]}"#, "fit"),
+    (#"{"variants":[{"name":"a","width":5,"height":5},{"name":"a","width":5,"height":5}]}"#, "twice"),
+    (#"{"variants":[{"name":"A B","width":5,"height":5}]}"#, "name"),
+    (#"{"variants":[{"name":"a","width":5,"height":5,"quality":101}]}"#, "quality"),
+    ("not json", "JSON"),
+  ])
+  func rejectsBadSpecsWithAReason(json: String, mentions: String) {
+    #expect {
+      try ProfileSpec.parse(name: "p", json: Data(json.utf8))
+    } throws: { error in
+      (error as? ProfileSpec.Invalid)?.description.contains(mentions) == true
+    }
+  }
+}
+
+@Suite struct ImageFormatTests {
+  @Test func sniffsByMagicBytes() {
+    #expect(ImageFormat.sniff([0xFF, 0xD8, 0xFF, 0xE0]) == .jpeg)
+    #expect(ImageFormat.sniff([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) == .png)
+    #expect(ImageFormat.sniff(Array("RIFF\0\0\0\0WEBPVP8 ".utf8)) == .webp)
+    #expect(ImageFormat.sniff([0, 0, 0, 0x18] + Array("ftypheic".utf8)) == .heif)
+    #expect(ImageFormat.sniff([0, 0, 0, 0x18] + Array("ftypavif".utf8)) == .avif)
+    #expect(ImageFormat.sniff(Array("<html>".utf8)) == nil)
+    #expect(ImageFormat.sniff([]) == nil)
+  }
+}
