@@ -70,6 +70,7 @@ CREATE FUNCTION thumbs.enqueue(
   metadata jsonb DEFAULT '{}'
 ) RETURNS bigint
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 DECLARE
   job_id bigint;
 BEGIN
@@ -104,6 +105,7 @@ $$;
 -- cancelled, or when another live job for the same source and profile exists.
 CREATE FUNCTION thumbs.retry(job_id bigint) RETURNS boolean
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 BEGIN
   UPDATE thumbs.jobs j
      SET state = 'queued', attempts = 0, run_at = now(), error_code = NULL, last_error = NULL,

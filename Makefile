@@ -1,0 +1,33 @@
+# Entry points for developers and CI; the scripts in scripts/ do the real work.
+
+SWIFT ?= swift
+# Extra arguments for `swift test`, e.g. make test SWIFT_TEST_FLAGS='--filter FetchTests'
+SWIFT_TEST_FLAGS ?=
+
+.PHONY: build release test demo format lint clean
+
+build:
+	$(SWIFT) build
+
+release:
+	$(SWIFT) build -c release --product thumbd
+
+# Build first, outside with-postgres.sh, so the database is not kept running through a
+# long compile; then the tests run against their own throwaway PostgreSQL.
+test:
+	scripts/install-deps.sh
+	$(SWIFT) build --build-tests
+	scripts/with-postgres.sh $(SWIFT) test --skip-build $(SWIFT_TEST_FLAGS)
+
+demo:
+	scripts/demo.sh
+
+format:
+	$(SWIFT) format -i -r Sources Tests Package.swift
+
+lint:
+	$(SWIFT) format lint -r --strict Sources Tests
+
+# Keeps demo/originals: re-downloading the wallpaper packages is the slow part of the demo.
+clean:
+	rm -rf .build demo/thumbnails demo/worker.log

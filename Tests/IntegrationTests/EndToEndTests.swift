@@ -1,0 +1,164 @@
+import Foundation
+import Imaging
+import Queue
+import Testing
+import ThumbCore
+
+/// Jobs enqueued by SQL, fetched over loopback HTTP, stored as files, recorded as rows.
+@Suite(.serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)))
+struct EndToEndTests {
+  let shared: URL? = {
+    let corpus = TestDatabase.repoRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+    return FileManager.default.fileExists(atPath: corpus.path) ? corpus : nil
+  }()
+
+  /// Twenty photos: the 18 orientation files and the two GPS-tagged ones when ../shared is there,
+  /// otherwise twenty generated JPEGs of assorted sizes. Returns (file name, upright size, bytes).
+  func photos(into root: URL) throws -> [(name: String, size: PixelSize)] {
+    var names: [(String, PixelSize)] = []
+    if let shared {
+      for kind in ["Landscape", "Portrait"] {
+        for n in 0...8 {
+          let name = "\(kind)_\(n).jpg"
+          try FileManager.default.createSymbolicLink(
+            at: root.appendingPathComponent(name), withDestinationURL: shared.appendingPathComponent("orientation/\(name)"))
+          names.append((name, kind == "Landscape" ? PixelSize(width: 1800, height: 1200) : PixelSize(width: 1200, height: 1800)))
+        }
+      }
+      for name in ["DSCN0010.jpg", "DSCN0012.jpg"] {
+        try FileManager.default.createSymbolicLink(
+          at: root.appendingPathComponent(name), withDestinationURL: shared.appendingPathComponent("exif/\(name)"))
+        names.append((name, PixelSize(width: 640, height: 480)))
+      }
+    } else {
+      for i in 0..<20 {
+        let size = PixelSize(width: 300 + i * 170, height: 200 + i * 97)
+        var image = PixelBuffer(width: size.width, height: size.height, channels: 3)
+        for p in 0..<image.pixels.count { image.pixels[p] = UInt8(truncatingIfNeeded: p / 7 + i) }
+        try Data(try JPEG.encode(image, quality: 85)).write(to: root.appendingPathComponent("gen_\(i).jpg"))
+        names.append(("gen_\(i).jpg", size))
+      }
+    }
+    return names
+  }
+
+  @Test func twentyPhotosBecomeFourVariantsEach() async throws {
+    let database = try TestDatabase.create()
+    let root = try makeTemporaryDirectory()
+    let storage = try makeTemporaryDirectory()
+    let photos = try photos(into: root)
+    #expect(photos.count == 20)
+    let origin = try TestOrigin(root: root)
+    var ids: [String: Int64] = [:]
+    for photo in photos {
+      let result = try sql(database, "SELECT thumbs.enqueue($1)", [origin.url("/files/\(photo.name)")])
+      ids[photo.name] = Int64(result.rows[0][0]!)!
+    }
+    let totals = try await drainQueue(databaseURL: database, storage: storage)
+    #expect(totals.succeeded == 20)
+
+    let states = try sql(database, "SELECT state, count(*) FROM thumbs.jobs GROUP BY state")
+    #expect(states.rows.map { $0.compactMap { $0 } } == [["succeeded", "20"]])
+    var smallByName: [String: PixelBuffer] = [:]
+    for photo in photos {
+      let rows = try sql(
+        database,
+        "SELECT name, width, height, format, bytes, storage_key FROM thumbs.variants WHERE job_id = $1 ORDER BY name",
+        [String(ids[photo.name]!)]
+      ).rows
+      #expect(rows.map { $0[0]! } == ["large", "medium", "small", "square"], "\(photo.name)")
+      for row in rows {
+        let spec = Profile.default.variants.first { $0.name == row[0]! }!
+        let expected = VariantLayout.make(source: photo.size, box: spec.box, fit: spec.fit).output
+        let path = storage.appendingPathComponent(row[5]!).path
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(String(bytes.count) == row[4], "bytes column matches the file")
+        let image = try JPEG.decode(bytes)
+        #expect(image.size == expected, "\(photo.name) \(spec.name)")
+        #expect(PixelSize(width: Int(row[1]!)!, height: Int(row[2]!)!) == expected)
+        #expect(row[3] == "jpeg")
+        #expect(ExifReader.jpegOrientation(bytes) == nil)
+        #expect(!bytes.starts(with: [0xFF, 0xD8, 0xFF, 0xE1]), "no EXIF segment")
+        if spec.name == "small" { smallByName[photo.name] = image }
+      }
+    }
+    // Upright for every EXIF orientation: each looks like its orientation-1 twin.
+    if shared != nil {
+      for kind in ["Landscape", "Portrait"] {
+        let reference = try #require(smallByName["\(kind)_1.jpg"])
+        for n in [0, 2, 3, 4, 5, 6, 7, 8] {
+          let other = try #require(smallByName["\(kind)_\(n).jpg"])
+          #expect(meanDifference(other, reference) < 8, "\(kind)_\(n)")
+        }
+      }
+    }
+  }
+
+  @Test func failuresAreClassifiedAndTheWorkerGoesOn() async throws {
+    let database = try TestDatabase.create()
+    let root = try makeTemporaryDirectory()
+    let storage = try makeTemporaryDirectory()
+    try Data("<html>this is not a photo</html>".utf8).write(to: root.appendingPathComponent("page.jpg"))
+    var good = PixelBuffer(width: 640, height: 480, channels: 3)
+    for i in 0..<good.pixels.count { good.pixels[i] = UInt8(truncatingIfNeeded: i) }
+    let jpeg = try JPEG.encode(good, quality: 85)
+    try Data(jpeg).write(to: root.appendingPathComponent("good.jpg"))
+    try Data(jpeg[0..<(jpeg.count / 3)]).write(to: root.appendingPathComponent("truncated.jpg"))
+    let origin = try TestOrigin(root: root)
+    let cases: [(String, String?, String)] = [
+      (origin.url("/status/404"), "not_found", "failed"),
+      (origin.url("/status/410"), "not_found", "failed"),
+      (origin.url("/status/403"), "http_error", "failed"),
+      (origin.url("/files/page.jpg"), "unsupported_format", "failed"),
+      (origin.url("/files/truncated.jpg"), "corrupt_image", "failed"),
+      ("file:///etc/passwd", "blocked_source", "failed"),
+      ("http://169.254.169.254/latest/meta-data/", "blocked_source", "failed"),
+      (origin.url("/files/good.jpg"), nil, "succeeded"),
+    ]
+    for (url, _, _) in cases { try sql(database, "SELECT thumbs.enqueue($1)", [url]) }
+    let totals = try await drainQueue(databaseURL: database, storage: storage) { config in
+      config.addressGuard = try! AddressGuard(allowList: "127.0.0.1")
+    }
+    #expect(totals.succeeded == 1)
+    #expect(totals.failed == cases.count - 1)
+    for (url, code, state) in cases {
+      let row = try sql(
+        database, "SELECT state, error_code, last_error, attempts FROM thumbs.jobs WHERE source_url = $1", [url]
+      ).rows[0]
+      #expect(row[0] == state, "\(url)")
+      #expect(row[1] == code, "\(url): \(row[2] ?? "")")
+      #expect(row[3] == "1", "permanent errors are not retried")
+      if code != nil { #expect(row[2]?.isEmpty == false) }
+    }
+  }
+
+  @Test func loopbackIsBlockedUnlessAllowed() async throws {
+    let database = try TestDatabase.create()
+    let root = try makeTemporaryDirectory()
+    let origin = try TestOrigin(root: root)
+    let url = origin.url("/status/200")
+    try sql(database, "SELECT thumbs.enqueue($1)", [url])
+    _ = try await drainQueue(databaseURL: database, storage: try makeTemporaryDirectory()) { config in
+      config.addressGuard = AddressGuard()
+    }
+    let row = try sql(database, "SELECT state, error_code FROM thumbs.jobs").rows[0]
+    #expect(row == ["failed", "blocked_source"])
+    // The guard refused after connecting but before sending: the origin never saw the request.
+    #expect(try await origin.requestCount("/status/200") == 0)
+  }
+
+  @Test func transientFailuresAreRetriedLater() async throws {
+    let database = try TestDatabase.create()
+    let root = try makeTemporaryDirectory()
+    let origin = try TestOrigin(root: root)
+    let url = origin.url("/status/503")
+    try sql(database, "SELECT thumbs.enqueue($1)", [url])
+    _ = try await drainQueue(databaseURL: database, storage: try makeTemporaryDirectory())
+    let row = try sql(
+      database, "SELECT state, error_code, attempts, run_at > now() + interval '5 seconds' FROM thumbs.jobs"
+    ).rows[0]
+    // Three tries inside the attempt, then back to the queue with a backoff (not due now: drain exits).
+    #expect(row == ["queued", "fetch_failed", "1", "t"])
+    #expect(try await origin.requestCount("/status/503") == 3)
+  }
+}

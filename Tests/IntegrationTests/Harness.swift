@@ -1,0 +1,115 @@
+import Blocking
+import Fetch
+import Foundation
+import Logging
+import Queue
+import Testing
+import ThumbCore
+import Worker
+
+/// The PostgreSQL that `make test` starts (scripts/with-postgres.sh). Each suite gets a database of its
+/// own, freshly migrated, so tests never see each other's jobs.
+enum TestDatabase {
+  static let adminURL = ProcessInfo.processInfo.environment["THUMBD_TEST_DATABASE_URL"]
+  static let skipReason = "THUMBD_TEST_DATABASE_URL is not set: run the suite with `make test`"
+
+  static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+  /// Creates an empty database, applies the migrations and returns its URL.
+  static func create() throws -> String {
+    guard let adminURL else { throw CocoaError(.featureUnsupported) }
+    let name = "thumbd_test_\(UInt32.random(in: 0...UInt32.max))"
+    let admin = try PostgresConnection(conninfo: adminURL)
+    defer { admin.close() }
+    try admin.execute(script: "CREATE DATABASE \(name)")
+    guard var components = URLComponents(string: adminURL) else { throw CocoaError(.featureUnsupported) }
+    components.path = "/\(name)"
+    let url = components.string!
+    let connection = try PostgresConnection(conninfo: url)
+    defer { connection.close() }
+    _ = try Migrator(directory: repoRoot.appendingPathComponent("migrations")).apply(on: connection)
+    return url
+  }
+}
+
+/// Tests/Support/origin.py on a free loopback port, serving `root` under /files/ plus fault routes.
+final class TestOrigin: @unchecked Sendable {
+  let process = Process()
+  let port: Int
+  let root: URL
+
+  init(root: URL) throws {
+    self.root = root
+    let stdout = Pipe()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [
+      "python3", TestDatabase.repoRoot.appendingPathComponent("Tests/Support/origin.py").path, "--root", root.path,
+    ]
+    process.standardOutput = stdout
+    try process.run()
+    // The first line is "PORT <n>".
+    var line = Data()
+    while !line.contains(UInt8(ascii: "\n")) {
+      let chunk = stdout.fileHandleForReading.availableData
+      if chunk.isEmpty { break }
+      line.append(chunk)
+    }
+    guard let text = String(data: line, encoding: .utf8), text.hasPrefix("PORT "),
+      let port = Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
+    else { throw CocoaError(.fileReadCorruptFile) }
+    self.port = port
+  }
+
+  func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+  deinit {
+    // SIGKILL and a direct waitpid: Foundation's waitUntilExit spins a run loop that can stall off the
+    // main thread, and the origin's server threads may outlive a polite SIGTERM.
+    let pid = process.processIdentifier
+    kill(pid, SIGKILL)
+    var status: Int32 = 0
+    _ = waitpid(pid, &status, 0)
+  }
+}
+
+func makeTemporaryDirectory() throws -> URL {
+  let url = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-test-\(UUID().uuidString)")
+  try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  return url
+}
+
+/// A worker that drains the queue of `databaseURL` into `storage`, allowed to fetch from loopback.
+func drainQueue(databaseURL: String, storage: URL, concurrency: Int = 2, configure: (inout WorkerConfig) -> Void = { _ in })
+  async throws -> WorkerTotals
+{
+  var config = WorkerConfig(databaseURL: databaseURL, storageURL: "file://\(storage.path)")
+  config.concurrency = concurrency
+  config.drain = true
+  config.addressGuard = try AddressGuard(allowList: "127.0.0.1")
+  config.fetch.retryBaseSeconds = 0.05
+  configure(&config)
+  var logger = Logger(label: "thumbd.test")
+  logger.logLevel = .warning
+  return try await Worker(config: config, logger: logger).run()
+}
+
+/// Runs one SQL statement on a short-lived connection.
+@discardableResult
+func sql(_ url: String, _ statement: String, _ parameters: [String?] = []) throws -> QueryResult {
+  let connection = try PostgresConnection(conninfo: url)
+  defer { connection.close() }
+  return try connection.query(statement, parameters)
+}
+
+extension TestOrigin {
+  /// How many GETs the origin answered for `path` (its /_count endpoint, which does not count itself).
+  func requestCount(_ path: String) async throws -> Int {
+    let pool = BlockingPool(threads: 1, name: "origin-count")
+    defer { pool.shutdown() }
+    let fetcher = Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"), pool: pool)
+    let body = try await fetcher.fetch(url("/_count" + path)).bytes
+    let json = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+    return json?["count"] as? Int ?? -1
+  }
+}

@@ -1,0 +1,9 @@
+import Imaging
+
+/// Mean absolute difference per sample between two same-sized images.
+func meanDifference(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {
+  guard a.pixels.count == b.pixels.count else { return .infinity }
+  var total = 0
+  for i in 0..<a.pixels.count { total += abs(Int(a.pixels[i]) - Int(b.pixels[i])) }
+  return Double(total) / Double(a.pixels.count)
+}

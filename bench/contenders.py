@@ -1,0 +1,161 @@
+"""One contender of bench/images, run as its own child process over a list of files.
+
+    contenders.py vips|pillow|decode OUTDIR FILE...
+
+vips    libvips through pyvips, one thread: Image.thumbnail (shrink-on-load, autorotate) for `large`, the
+        smaller variants by thumbnail_image from an earlier result (thumbd's cascade), jpegsave with no
+        metadata and 4:2:0.
+pillow  Pillow: draft() to thumbd's DCT scale, exif_transpose, LANCZOS resize in thumbd's cascade and to
+        thumbd's exact sizes, save with 4:2:0 and optimize=False.
+decode  the decode floor: TurboJPEG (libturbojpeg.so.0, through ctypes) decoding each file to RGB at the
+        DCT scale thumbd chooses, and nothing else. Writes nothing.
+
+The last line on stdout is JSON: {"mode", "files", "inner_s" (time after imports), "denominators"}.
+Any failure exits non-zero.
+"""
+
+import json
+import os
+import sys
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in bench/
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plan  # noqa: E402
+
+
+def stem(path):
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def choose(step, made, fallback):
+    return made[step["source"]] if step["source"] is not None else fallback
+
+
+def run_vips(outdir, files):
+    os.environ.setdefault("VIPS_CONCURRENCY", "1")
+    import pyvips
+
+    pyvips.cache_set_max(0)
+    pyvips.concurrency_set(1)
+    new_keep = (pyvips.version(0), pyvips.version(1)) >= (8, 15)
+    save_opts = {"optimize_coding": False, "subsample_mode": "on", "interlace": False}
+    if new_keep:
+        save_opts["keep"] = "none"
+    else:
+        save_opts["strip"] = True
+
+    t0 = time.perf_counter()
+    for path in files:
+        base = os.path.join(outdir, stem(path))
+        # Only the upright size is needed for the plan; the header read is lazy and cheap.
+        head = pyvips.Image.new_from_file(path, access="sequential")
+        w, h = head.width, head.height
+        orientation = head.get("orientation") if head.get_typeof("orientation") else 1
+        upright = (h, w) if orientation in (5, 6, 7, 8) else (w, h)
+        del head
+        made = {}
+        large_spec = None
+        steps = plan.steps(upright, upright)
+        kept = {s["source"] for s in steps}
+        for step in steps:
+            name, (bw, bh), fit, quality = plan.VARIANTS[step["variant"]]
+            if name == "large":
+                # Decode once, with shrink-on-load and autorotation; keep it in memory for the cascade.
+                img = pyvips.Image.thumbnail(path, bw, height=bh, size="down").copy_memory()
+                large_spec = step["variant"]
+            else:
+                # libvips cannot go back to a full decode without decoding again: "the decode" is `large`.
+                src = made[step["source"]] if step["source"] is not None else made[large_spec]
+                if fit == "cover":
+                    img = src.thumbnail_image(bw, height=bh, size="down", crop="centre")
+                else:
+                    img = src.thumbnail_image(bw, height=bh, size="down")
+                if step["variant"] in kept:
+                    img = img.copy_memory()  # a later variant reads it: render it once
+            img.jpegsave(f"{base}_{name}.jpg", Q=quality, **save_opts)
+            made[step["variant"]] = img
+    return time.perf_counter() - t0, {}
+
+
+def run_pillow(outdir, files):
+    from PIL import Image, ImageOps
+
+    lanczos = Image.Resampling.LANCZOS
+    t0 = time.perf_counter()
+    denominators = {}
+    for path in files:
+        base = os.path.join(outdir, stem(path))
+        im = Image.open(path)
+        w, h = im.size
+        orientation = im.getexif().get(0x0112, 1)
+        upright = (h, w) if orientation in (5, 6, 7, 8) else (w, h)
+        d = plan.decode_denominator(upright)
+        denominators[d] = denominators.get(d, 0) + 1
+        if d > 1:
+            # draft() picks the largest scale whose result is at least the requested size in both axes:
+            # asking for floor(size/d) makes it pick exactly 1/d, thumbd's (and libvips') choice.
+            im.draft("RGB", (w // d, h // d))
+        ImageOps.exif_transpose(im, in_place=True)  # loads the pixels; no copy when already upright
+        if im.mode != "RGB":
+            im = im.convert("RGB")
+        im.info = {}  # nothing of the original's metadata may reach an output
+        decoded = im.size
+        made = {}
+        for step in plan.steps(upright, decoded):
+            src = choose(step, made, im)
+            x, y, rw, rh = step["region"]
+            out = src.resize(step["output"], lanczos, box=(x, y, x + rw, y + rh))
+            out.save(f"{base}_{step['name']}.jpg", "JPEG", quality=step["quality"], optimize=False,
+                     subsampling=2, progressive=False)
+            made[step["variant"]] = out
+    return time.perf_counter() - t0, denominators
+
+
+def run_decode(outdir, files):
+    import ctypes
+
+    tj = ctypes.CDLL("libturbojpeg.so.0")
+    tj.tjInitDecompress.restype = ctypes.c_void_p
+    tj.tjDestroy.argtypes = [ctypes.c_void_p]
+    tj.tjGetErrorStr2.restype = ctypes.c_char_p
+    tj.tjGetErrorStr2.argtypes = [ctypes.c_void_p]
+    tj.tjDecompressHeader3.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong] + [
+        ctypes.POINTER(ctypes.c_int)] * 4
+    tj.tjDecompress2.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p,
+                                 ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    TJPF_RGB, TJFLAG_LIMITSCANS = 0, 32768  # thumbd's pixel format and flags (Sources/Imaging/TurboJPEG.swift)
+
+    t0 = time.perf_counter()
+    denominators = {}
+    for path in files:
+        with open(path, "rb") as f:
+            data = f.read()
+        handle = tj.tjInitDecompress()
+        w, h, sub, cs = (ctypes.c_int() for _ in range(4))
+        if tj.tjDecompressHeader3(handle, data, len(data), ctypes.byref(w), ctypes.byref(h),
+                                  ctypes.byref(sub), ctypes.byref(cs)) != 0:
+            raise SystemExit(f"{path}: header: {tj.tjGetErrorStr2(handle).decode()}")
+        # The denominator does not depend on orientation: both scales are symmetric in w and h.
+        d = plan.decode_denominator((w.value, h.value))
+        denominators[d] = denominators.get(d, 0) + 1
+        sw, sh = plan.scaled_size((w.value, h.value), d)
+        buf = ctypes.create_string_buffer(sw * sh * 3)  # zeroed, as thumbd's [UInt8](repeating: 0, ...)
+        if tj.tjDecompress2(handle, data, len(data), buf, sw, 0, sh, TJPF_RGB, TJFLAG_LIMITSCANS) != 0:
+            raise SystemExit(f"{path}: decode: {tj.tjGetErrorStr2(handle).decode()}")
+        tj.tjDestroy(handle)
+        del buf
+    return time.perf_counter() - t0, denominators
+
+
+def main():
+    if len(sys.argv) < 4 or sys.argv[1] not in ("vips", "pillow", "decode"):
+        raise SystemExit(__doc__)
+    mode, outdir, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+    inner, denominators = {"vips": run_vips, "pillow": run_pillow, "decode": run_decode}[mode](outdir, files)
+    print(json.dumps({"mode": mode, "files": len(files), "inner_s": inner,
+                      "denominators": {str(k): v for k, v in sorted(denominators.items())}}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# bench/setup.sh: the Python side of the image benchmark (bench/images).
+# Creates a virtualenv at ${THUMBD_BENCH_VENV:-$HOME/.cache/thumbd-bench-venv} with pyvips (and its
+# bundled libvips wheel) and Pillow. Idempotent: a second run only checks and prints the versions.
+set -euo pipefail
+venv=${THUMBD_BENCH_VENV:-$HOME/.cache/thumbd-bench-venv}
+py=${PYTHON:-python3}
+
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating virtualenv $venv" >&2
+  "$py" -m venv "$venv"
+fi
+vpy="$venv/bin/python"
+pipq() { "$vpy" -m pip install --disable-pip-version-check -q "$@"; }
+
+have() { "$vpy" - <<'PY' >/dev/null 2>&1
+import pyvips, PIL
+pyvips.Image.black(1, 1)
+PY
+}
+
+if ! have; then
+  # 1) pyvips with its binary extra (bundled libvips wheel, pyvips-binary).
+  if ! pipq 'pyvips[binary]' Pillow || ! have; then
+    echo "setup: pyvips[binary] did not work, trying pyvips-binary + pyvips" >&2
+    if ! pipq pyvips-binary pyvips Pillow || ! have; then
+      # 3) last resort: Debian's libvips with the plain pyvips binding.
+      echo "setup: falling back to Debian's libvips-dev + pyvips" >&2
+      if ! dpkg -s libvips-dev >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libvips-dev >/dev/null
+      fi
+      pipq pyvips Pillow
+    fi
+  fi
+fi
+
+"$vpy" - <<'PY'
+import pyvips, PIL
+try:
+    import importlib.metadata as md
+    binary = md.version("pyvips-binary")
+except Exception:
+    binary = None
+print(f"libvips {pyvips.version(0)}.{pyvips.version(1)}.{pyvips.version(2)}"
+      + (f" (pyvips-binary {binary})" if binary else " (system library)"))
+print(f"pyvips {pyvips.__version__} (api mode: {pyvips.API_mode})")
+print(f"Pillow {PIL.__version__}")
+PY
+echo "setup: venv $venv ready" >&2

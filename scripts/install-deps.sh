@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Install the Debian packages thumbd needs to build, test and demo; only what is missing.
+# Safe to run again and again: silent when everything is already there.
+set -euo pipefail
+
+packages=(
+  pkg-config
+  libpq-dev
+  libcurl4-openssl-dev
+  libturbojpeg0-dev
+  libheif-dev
+  libssl-dev
+  postgresql
+  python3
+  curl
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  # A removed-but-not-purged package still answers dpkg -s with exit 0, so look at its
+  # status line; grep without -q reads all input, so dpkg never dies of SIGPIPE.
+  if ! dpkg -s "$pkg" 2>/dev/null | grep -x 'Status: install ok installed' >/dev/null; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+
+# apt needs root; fall back to sudo for a developer's own account.
+if [ "$(id -u)" -eq 0 ]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+  as_root=(sudo)
+else
+  echo "install-deps: missing ${missing[*]}; run as root or install sudo" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+# Refresh the package lists once, and only when there is something to install:
+# a fresh container has empty lists, and updating on every run would be slow.
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -qq "${missing[@]}"
