@@ -1,4 +1,4 @@
-public import ThumbCore
+import ThumbCore
 
 /// A job this worker holds a lease on. `leaseToken` fences every write: a write whose token no longer
 /// matches (lease expired and re-leased, job cancelled) changes nothing.
@@ -65,79 +65,35 @@ public struct JobQueue: Sendable {
     }
   }
 
-  /// Extends the lease. False when the lease is gone (expired and taken, or the job was cancelled).
-  public func heartbeat(_ job: LeasedJob, leaseSeconds: Double) async throws(PostgresError) -> Bool {
-    let result = try await client.query(
-      """
-      UPDATE thumbs.jobs SET lease_expires_at = now() + make_interval(secs => $3::float8)
-       WHERE id = $1 AND lease_token = $2 AND state = 'running'
-      """, [String(job.id), job.leaseToken, String(leaseSeconds)])
-    return result.affectedRows == 1
-  }
-
-  /// Marks the job succeeded and records its variants in one statement, so either both happen or neither.
-  /// False when the lease was lost: nothing was written and the caller must discard its results.
-  public func complete(_ job: LeasedJob, variants: [VariantRecord]) async throws(PostgresError) -> Bool {
-    let result = try await client.query(
-      """
-      WITH done AS (
-        UPDATE thumbs.jobs
-           SET state = 'succeeded', finished_at = now(), error_code = NULL, last_error = NULL,
-               lease_token = NULL, lease_expires_at = NULL
-         WHERE id = $1 AND lease_token = $2 AND state = 'running'
-        RETURNING id)
-      INSERT INTO thumbs.variants AS v (job_id, name, width, height, format, bytes, storage_key)
-      SELECT done.id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
-        FROM done, unnest($3::text[], $4::int[], $5::int[], $6::text[], $7::bigint[], $8::text[])
-             AS r(name, width, height, format, bytes, storage_key)
-      ON CONFLICT (job_id, name) DO UPDATE
-         SET width = excluded.width, height = excluded.height, format = excluded.format,
-             bytes = excluded.bytes, storage_key = excluded.storage_key, created_at = now()
-      RETURNING v.job_id
-      """,
-      [
-        String(job.id), job.leaseToken,
-        PostgresArray.literal(variants.map(\.name)), PostgresArray.literal(variants.map(\.width)),
-        PostgresArray.literal(variants.map(\.height)), PostgresArray.literal(variants.map(\.format)),
-        PostgresArray.literal(variants.map(\.bytes)), PostgresArray.literal(variants.map(\.storageKey)),
-      ])
-    return result.rows.count == variants.count && !variants.isEmpty
-  }
-
-  /// Records a failed attempt: back to `queued` after `retryAfter` seconds, or `failed` for good when nil.
-  /// Fenced like `complete`; false when the lease was lost.
-  public func fail(_ job: LeasedJob, error: JobError, retryAfter: Double?) async throws(PostgresError) -> Bool {
-    let result = try await client.query(
-      """
-      UPDATE thumbs.jobs
-         SET state = CASE WHEN $5::float8 IS NULL THEN 'failed' ELSE 'queued' END,
-             run_at = CASE WHEN $5::float8 IS NULL THEN run_at ELSE now() + make_interval(secs => $5::float8) END,
-             finished_at = CASE WHEN $5::float8 IS NULL THEN now() END,
-             error_code = $3, last_error = $4, lease_token = NULL, lease_expires_at = NULL
-       WHERE id = $1 AND lease_token = $2 AND state = 'running'
-      """,
-      [String(job.id), job.leaseToken, error.code.rawValue, String(error.message.prefix(2000)), retryAfter.map { String($0) }])
-    return result.affectedRows == 1
-  }
-
   /// Returns jobs whose lease expired (their worker died or froze) to the queue, or fails them when they
   /// have used all their attempts. Safe from every worker at once: SKIP LOCKED keeps two rescuers off
-  /// the same row, and the state/expiry condition is re-checked under the row lock.
+  /// the same row, and the state/expiry condition is re-checked under the row lock. Wakes idle workers
+  /// when it requeued something.
   @discardableResult
   public func rescueExpired() async throws(PostgresError) -> [Int64] {
     let result = try await client.query(
       """
-      UPDATE thumbs.jobs j
-         SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'queued' END,
-             finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
-             run_at = now(), error_code = 'lease_expired',
-             last_error = 'lease expired while running on ' || coalesce(j.leased_by, 'an unknown worker'),
-             lease_token = NULL, lease_expires_at = NULL
-       WHERE j.id IN (SELECT id FROM thumbs.jobs
-                       WHERE state = 'running' AND lease_expires_at < now()
-                       FOR UPDATE SKIP LOCKED)
-         AND j.state = 'running' AND j.lease_expires_at < now()
-      RETURNING j.id
+      WITH expired AS (
+        SELECT id FROM thumbs.jobs
+         WHERE state = 'running' AND lease_expires_at < now()
+         ORDER BY id
+         FOR UPDATE SKIP LOCKED),
+      rescued AS (
+        UPDATE thumbs.jobs j
+           SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'queued' END,
+               finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+               run_at = now(), error_code = 'lease_expired',
+               last_error = 'lease expired while running on ' || coalesce(j.leased_by, 'an unknown worker'),
+               lease_token = NULL, lease_expires_at = NULL,
+               attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
+                 'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
+                 'outcome', 'lease_expired', 'error_code', 'lease_expired',
+                 'error', 'lease expired: the worker stopped heartbeating'))
+          FROM expired
+         WHERE j.id = expired.id AND j.state = 'running' AND j.lease_expires_at < now()
+        RETURNING j.id, j.state)
+      SELECT id, (SELECT count(*) FROM (SELECT pg_notify('thumbs_jobs', '')) n) AS notified
+        FROM rescued
       """)
     return result.rows.compactMap { $0[0].flatMap { Int64($0) } }
   }

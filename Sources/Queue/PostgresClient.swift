@@ -32,6 +32,11 @@ public enum PostgresArray {
     "{" + values.map(String.init).joined(separator: ",") + "}"
   }
 
+  /// Nil becomes SQL NULL (unquoted NULL in an array literal).
+  public static func literal(_ values: [Double?]) -> String {
+    "{" + values.map { $0.map { String($0) } ?? "NULL" }.joined(separator: ",") + "}"
+  }
+
   static func quote(_ value: String) -> String {
     var out = "\""
     for ch in value {

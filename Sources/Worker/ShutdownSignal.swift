@@ -1,23 +1,32 @@
 import Synchronization
 
-/// Set once when the process is asked to stop (SIGTERM/SIGINT). Slots check it between jobs and cut
-/// their idle sleeps short, so a stop takes effect within one poll tick, never in the middle of a job.
+/// Set once when the process is asked to stop (SIGTERM/SIGINT). The worker's loops check it between
+/// jobs; a request also wakes every loop that registered a WakeSignal, so a stop is seen at once rather
+/// than at the end of an idle wait.
 public final class ShutdownSignal: Sendable {
   private let requested = Atomic<Bool>(false)
+  private let observers = Mutex<[WakeSignal]>([])
 
   public init() {}
 
   public var isRequested: Bool { requested.load(ordering: .acquiring) }
 
-  public func request() { requested.store(true, ordering: .releasing) }
+  public func request() {
+    requested.store(true, ordering: .releasing)
+    observers.withLock { $0 }.forEach { $0.signal() }
+  }
+
+  /// Signals `wake` when a shutdown is requested (at once if it already was).
+  public func notify(_ wake: WakeSignal) {
+    observers.withLock { $0.append(wake) }
+    if isRequested { wake.signal() }
+  }
 
   /// Sleeps up to `seconds`, returning early once a shutdown is requested.
   public func sleep(seconds: Double) async {
-    var left = seconds
-    while left > 0 && !isRequested {
-      let step = min(left, 0.05)
-      try? await Task.sleep(for: .seconds(step))
-      left -= step
-    }
+    let wake = WakeSignal()
+    notify(wake)
+    defer { observers.withLock { $0.removeAll { $0 === wake } } }
+    if !isRequested { await wake.wait(timeout: seconds) }
   }
 }

@@ -1,169 +1,299 @@
 import Blocking
 import Fetch
+import Foundation
 import Imaging
 public import Logging
-import Queue
+public import Queue
 import Storage
 import Synchronization
-import ThumbCore
+public import ThumbCore
 
-/// Counts a worker run keeps, for the log line at exit and for tests.
-public struct WorkerTotals: Sendable, Equatable {
-  public var succeeded = 0
-  public var failed = 0
-  public var retried = 0
-  public var leaseLost = 0
+/// Turns one leased job into stored variants, or a classified error. The worker's real handler is
+/// JobProcessor; benchmarks plug in handlers that do nothing, to measure the queue alone.
+public protocol JobHandler: Sendable {
+  func process(_ job: LeasedJob) async throws(JobError) -> [VariantRecord]
 }
 
-/// `thumbd worker`: `concurrency` slots, each with its own database connection, each leasing one job at a
-/// time, processing it while heartbeating its lease, and writing the outcome fenced on that lease.
+extension JobProcessor: JobHandler {}
+
+/// Kept for callers of the first version: the counts a worker run ends with.
+public typealias WorkerTotals = WorkerCounters
+
+/// `thumbd worker`. Three loops share the process (docs/architecture.md, "The worker"):
+///  * the producer leases as many ready jobs as there are free slots, in one statement, and starts them;
+///    it sleeps until a notification, a finished job, a stop request or the poll interval wakes it;
+///  * every job runs in a task of its own and hands its outcome to the Completer, which batches writes;
+///  * the keeper extends all held leases in one statement every third of the TTL, abandons jobs whose
+///    lease was refused, refreshes this worker's registry row, rescues expired leases and prunes.
+/// Database connections: four, whatever the concurrency (lease, outcomes, keeper, LISTEN).
 public final class Worker: Sendable {
   public let config: WorkerConfig
   public let shutdown: ShutdownSignal
   private let logger: Logger
-  private let totals = Mutex(WorkerTotals())
+  private let handler: (any JobHandler)?
+  private let counters = Mutex(WorkerCounters())
+  private let book = Mutex(LeaseBook<Execution>())
+  private let running = Atomic<Int>(0)
+  private let producerWake = WakeSignal()
+  private let keeperWake = WakeSignal()
+  private let producerDone = Atomic<Bool>(false)
 
-  public init(config: WorkerConfig, shutdown: ShutdownSignal = ShutdownSignal(), logger: Logger) {
+  /// One job's work, run in an unstructured task so that abandoning it (lease lost, hand-back) frees its
+  /// slot at once even while a blocking call it made is still running on a pool thread.
+  struct Execution: Sendable {
+    let job: LeasedJob
+    let result: OneShot<Result<[VariantRecord], JobError>?>
+    let work: Task<Void, Never>
+
+    func abandon() {
+      result.resolve(nil)
+      work.cancel()
+    }
+  }
+
+  /// `handler` nil: the real pipeline (fetch, render, store) built from `config`.
+  public init(
+    config: WorkerConfig, shutdown: ShutdownSignal = ShutdownSignal(), logger: Logger,
+    handler: (any JobHandler)? = nil
+  ) {
     self.config = config
     self.shutdown = shutdown
     self.logger = logger
+    self.handler = handler
   }
 
-  /// Runs until shutdown is requested, or in drain mode until no job is due and none runs here.
-  public func run() async throws -> WorkerTotals {
-    let store = try StorageURL.open(config.storageURL)
-    // Threads for blocking work: per slot one for its database round trips and one for fetch/decode,
-    // plus one for heartbeats, so none of them waits on another.
-    let pool = BlockingPool(threads: config.concurrency * 2 + 1, name: "thumbd-blocking")
+  /// Runs until a stop is requested (then finishes or hands back its jobs), or in drain mode until no job
+  /// is due and none runs here.
+  public func run() async throws -> WorkerCounters {
+    let pool = BlockingPool(threads: config.concurrency * 2 + 3, name: "thumbd-blocking")
     defer { pool.shutdown() }
-    let processor = JobProcessor(
-      fetcher: Fetcher(limits: config.fetch, addressGuard: config.addressGuard, pool: pool),
-      thumbnailer: Thumbnailer(maxPixels: config.maxPixels), store: store, pool: pool)
-    var queues: [JobQueue] = []
-    for _ in 0..<config.concurrency {
-      queues.append(JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool)))
+    let handler = try self.handler ?? makeProcessor(pool: pool)
+    let leaser = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
+    let writer = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
+    let keeper = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
+    defer { [leaser, writer, keeper].forEach { $0.client.close() } }
+    let completer = Completer(queue: writer, logger: logger)
+    let record = WorkerRecord(
+      id: config.workerID, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()), version: ThumbdVersion.current,
+      concurrency: config.concurrency, memoryBudget: config.memoryBudget, leaseSeconds: config.leaseSeconds)
+    try await keeper.announce(record, counters: WorkerCounters(), stopping: false)
+    shutdown.notify(producerWake)
+    shutdown.notify(keeperWake)
+    let listener = NotificationListener(conninfo: config.databaseURL, channel: "thumbs_jobs") { [producerWake] in
+      producerWake.signal()
     }
-    let heartbeats = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
-    defer {
-      queues.forEach { $0.client.close() }
-      heartbeats.client.close()
-    }
+    listener.start()
+    defer { listener.stop() }
     logger.info(
       "worker started",
       metadata: [
         "worker.id": "\(config.workerID)", "worker.concurrency": "\(config.concurrency)",
-        "worker.drain": "\(config.drain)",
+        "worker.lease_batch": "\(config.effectiveLeaseBatch)", "worker.drain": "\(config.drain)",
       ])
-    _ = try? await queues[0].rescueExpired()
-    await withTaskGroup(of: Void.self) { group in
-      for (index, queue) in queues.enumerated() {
-        group.addTask { await self.runSlot(index, queue: queue, heartbeats: heartbeats, processor: processor) }
-      }
+    if let rescued = try? await keeper.rescueExpired(), !rescued.isEmpty {
+      logger.notice("rescued jobs with expired leases", metadata: ["job.ids": "\(rescued)"])
     }
-    let result = totals.withLock { $0 }
+    await withDiscardingTaskGroup { group in
+      group.addTask { await self.keep(keeper, record: record) }
+      await self.produce(leaser, completer: completer, handler: handler, group: &group)
+      producerDone.store(true, ordering: .releasing)
+      keeperWake.signal()
+    }
+    try? await keeper.withdraw(workerID: config.workerID)
+    let result = counters.withLock { $0 }
     logger.info(
       "worker stopped",
       metadata: [
         "jobs.succeeded": "\(result.succeeded)", "jobs.failed": "\(result.failed)",
         "jobs.retried": "\(result.retried)", "jobs.lease_lost": "\(result.leaseLost)",
+        "jobs.handed_back": "\(result.handedBack)",
       ])
     return result
   }
 
-  private func runSlot(_ slot: Int, queue: JobQueue, heartbeats: JobQueue, processor: JobProcessor) async {
-    var idle = 0.02
+  private func makeProcessor(pool: BlockingPool) throws -> JobProcessor {
+    JobProcessor(
+      fetcher: Fetcher(limits: config.fetch, addressGuard: config.addressGuard, pool: pool),
+      thumbnailer: Thumbnailer(maxPixels: config.maxPixels), store: try StorageURL.open(config.storageURL),
+      pool: pool)
+  }
+
+  // MARK: Producer
+
+  private func produce(
+    _ leaser: JobQueue, completer: Completer, handler: any JobHandler, group: inout DiscardingTaskGroup
+  ) async {
+    var failures = 0
     while !shutdown.isRequested {
-      let job: LeasedJob?
-      do {
-        job = try await queue.lease(workerID: config.workerID, limit: 1, leaseSeconds: config.leaseSeconds).first
-      } catch {
-        logger.warning("lease failed, will retry", metadata: ["error": "\(error)", "worker.slot": "\(slot)"])
-        await shutdown.sleep(seconds: 1)
-        continue
-      }
-      guard let job else {
-        // Nothing due. Before idling (or leaving, in drain mode) return expired leases of dead workers.
-        if let rescued = try? await queue.rescueExpired(), !rescued.isEmpty {
-          logger.notice("rescued jobs with expired leases", metadata: ["job.ids": "\(rescued)"])
+      let free = config.concurrency - running.load(ordering: .acquiring)
+      if free > 0 {
+        let wanted = min(free, config.effectiveLeaseBatch)
+        let jobs: [LeasedJob]
+        do {
+          jobs = try await leaser.lease(workerID: config.workerID, limit: wanted, leaseSeconds: config.leaseSeconds)
+          failures = 0
+        } catch {
+          failures += 1
+          logger.warning("lease failed, will retry", metadata: ["error": "\(error)", "failures": "\(failures)"])
+          await shutdown.sleep(seconds: min(5, 0.25 * Double(failures)))
           continue
         }
-        if config.drain { return }
-        await shutdown.sleep(seconds: idle)
-        idle = min(idle * 2, config.maxPollInterval)
-        continue
+        for job in jobs { start(job, handler: handler, completer: completer, group: &group) }
+        if jobs.count == wanted { continue }  // there may be more ready: lease again without waiting
+        if config.drain && jobs.isEmpty && running.load(ordering: .acquiring) == 0 {
+          // Nothing due here. Jobs of dead workers may be waiting out their lease: rescue, then look again.
+          if let rescued = try? await leaser.rescueExpired(), !rescued.isEmpty { continue }
+          return
+        }
       }
-      idle = 0.02
-      await handle(job, queue: queue, heartbeats: heartbeats, processor: processor)
+      await producerWake.wait(timeout: config.pollInterval)
+    }
+    await stopGracefully(completer)
+  }
+
+  private func start(_ job: LeasedJob, handler: any JobHandler, completer: Completer, group: inout DiscardingTaskGroup) {
+    running.add(1, ordering: .acquiringAndReleasing)
+    let result = OneShot<Result<[VariantRecord], JobError>?>()
+    let work = Task {
+      let outcome = await Result { () async throws(JobError) in try await handler.process(job) }
+      result.resolve(outcome)
+    }
+    book.withLock { $0.hold(id: job.id, token: job.leaseToken, payload: Execution(job: job, result: result, work: work)) }
+    group.addTask {
+      let outcome = await result.value
+      await self.finish(job, outcome, completer: completer)
+      self.running.subtract(1, ordering: .acquiringAndReleasing)
+      self.producerWake.signal()
     }
   }
 
-  private func handle(_ job: LeasedJob, queue: JobQueue, heartbeats: JobQueue, processor: JobProcessor) async {
+  /// Writes the job's outcome, unless its lease is no longer ours.
+  private func finish(_ job: LeasedJob, _ outcome: Result<[VariantRecord], JobError>?, completer: Completer) async {
     let jobLogger = logger.with(["job.id": "\(job.id)", "job.attempt": "\(job.attempt)"])
-    let outcome = await withHeartbeat(job, queue: heartbeats) {
-      await Result { () async throws(JobError) -> [VariantRecord] in try await processor.process(job) }
+    guard let outcome, book.withLock({ $0.status(of: job.id) }) == .held else {
+      // Abandoned: the keeper logged the lost lease, or the stop path handed the job back.
+      _ = book.withLock { $0.release(id: job.id) }
+      return
     }
-    do {
-      let kept: Bool
-      switch outcome {
-      case .success(let records):
-        kept = try await queue.complete(job, variants: records)
-        if kept {
-          totals.withLock { $0.succeeded += 1 }
-          jobLogger.info("job succeeded", metadata: ["job.variants": "\(records.count)"])
-        }
-      case .failure(let error):
-        let decision = config.retryPolicy.decide(
-          code: error.code, attempt: job.attempt, maxAttempts: job.maxAttempts, unit: Double.random(in: 0..<1))
-        let retryAfter: Double?
-        if case .retry(let seconds) = decision { retryAfter = seconds } else { retryAfter = nil }
-        kept = try await queue.fail(job, error: error, retryAfter: retryAfter)
-        if kept {
-          totals.withLock { retryAfter == nil ? ($0.failed += 1) : ($0.retried += 1) }
-          jobLogger.notice(
-            retryAfter == nil ? "job failed" : "job will retry",
-            metadata: [
-              "error.code": "\(error.code.rawValue)", "error.message": "\(error.message)",
-              "retry.after_seconds": "\(retryAfter.map { String(format: "%.1f", $0) } ?? "-")",
-            ])
-        }
+    let write: JobOutcome
+    switch outcome {
+    case .success(let records):
+      write = .succeeded(records)
+    case .failure(let error):
+      let decision = config.retryPolicy.decide(
+        code: error.code, attempt: job.attempt, maxAttempts: job.maxAttempts, unit: Double.random(in: 0..<1))
+      if case .retry(let seconds) = decision {
+        write = .failed(error, retryAfter: seconds)
+      } else {
+        write = .failed(error, retryAfter: nil)
       }
-      if !kept {
-        totals.withLock { $0.leaseLost += 1 }
-        jobLogger.warning("lease_lost job_id=\(job.id): the lease was taken or cancelled; results discarded")
-      }
-    } catch {
-      // The outcome could not be written (database down). The lease will expire and another attempt
-      // will be made: nothing is lost, at worst the work is repeated.
-      jobLogger.error("could not record the job's outcome", metadata: ["error": "\(error)"])
+    }
+    let written = await completer.record(job, write)
+    let endedAs = book.withLock { $0.release(id: job.id) }
+    switch (written, write) {
+    case (true?, .succeeded(let records)):
+      counters.withLock { $0.succeeded += 1 }
+      jobLogger.info("job succeeded", metadata: ["job.variants": "\(records.count)"])
+    case (true?, .failed(let error, let retryAfter)):
+      counters.withLock { retryAfter == nil ? ($0.failed += 1) : ($0.retried += 1) }
+      jobLogger.notice(
+        retryAfter == nil ? "job failed" : "job will retry",
+        metadata: [
+          "error.code": "\(error.code.rawValue)", "error.message": "\(error.message)",
+          "retry.after_seconds": "\(retryAfter.map { String(format: "%.1f", $0) } ?? "-")",
+        ])
+    case (false?, _) where endedAs == .held:
+      counters.withLock { $0.leaseLost += 1 }
+      jobLogger.warning("lease_lost job_id=\(job.id): the outcome was refused (lease expired or job cancelled); results discarded")
+    case (nil, _):
+      // The database stayed unreachable. The lease will expire and the job will run again: nothing is
+      // lost, at worst the work is repeated.
+      jobLogger.error("could not record the job's outcome; its lease will expire and it will run again")
+    default:
+      break  // lost or handed back meanwhile: already logged where that was found
     }
   }
 
-  /// Runs `body` while extending the job's lease every third of its TTL.
-  private func withHeartbeat<T: Sendable>(
-    _ job: LeasedJob, queue: JobQueue, _ body: @escaping @Sendable () async -> T
-  ) async -> T {
-    await withTaskGroup(of: T?.self) { group in
-      group.addTask { await body() }
-      group.addTask {
-        let interval = max(0.5, self.config.leaseSeconds / 3)
-        while !Task.isCancelled {
-          try? await Task.sleep(for: .seconds(interval))
-          if Task.isCancelled { break }
-          if (try? await queue.heartbeat(job, leaseSeconds: self.config.leaseSeconds)) == false {
-            self.logger.warning("lease_lost job_id=\(job.id): heartbeat refused, results will be discarded")
-            break
-          }
-        }
-        return nil
+  /// After a stop request: running jobs get `shutdownGrace` seconds to finish; the rest are handed back
+  /// (queued again at once, the attempt not counted) and their work abandoned.
+  private func stopGracefully(_ completer: Completer) async {
+    let deadline = ContinuousClock.now + .seconds(config.shutdownGrace)
+    if running.load(ordering: .acquiring) > 0 {
+      logger.notice(
+        "stopping: waiting for running jobs",
+        metadata: ["jobs.running": "\(running.load(ordering: .acquiring))", "grace_seconds": "\(config.shutdownGrace)"])
+    }
+    while running.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+      let left = ContinuousClock.now.duration(to: deadline)
+      await producerWake.wait(timeout: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
+    }
+    let leftovers = book.withLock { $0.handBackAll() }
+    if leftovers.isEmpty { return }
+    let returned = await withTaskGroup(of: Bool.self) { group in
+      for leftover in leftovers {
+        group.addTask { await completer.record(leftover.payload.job, .handedBack) == true }
       }
-      var result: T? = nil
-      while let next = await group.next() {
-        if let next {
-          result = next
-          group.cancelAll()
-        }
+      return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+    }
+    counters.withLock { $0.handedBack += returned }
+    logger.notice(
+      "handed back unfinished jobs", metadata: ["job.ids": "\(leftovers.map(\.id))", "jobs.returned": "\(returned)"])
+    leftovers.forEach { $0.payload.abandon() }
+  }
+
+  // MARK: Keeper
+
+  private func keep(_ keeper: JobQueue, record: WorkerRecord) async {
+    let interval = max(0.2, config.leaseSeconds / 3)
+    var lastHousekeeping: ContinuousClock.Instant? = nil
+    while !producerDone.load(ordering: .acquiring) {
+      await keeperWake.wait(timeout: interval)
+      if producerDone.load(ordering: .acquiring) { break }
+      await extendLeases(keeper)
+      do {
+        try await keeper.announce(record, counters: counters.withLock { $0 }, stopping: shutdown.isRequested)
+      } catch {
+        logger.warning("could not refresh the worker registry", metadata: ["error": "\(error)"])
       }
-      return result!
+      if shutdown.isRequested { continue }  // a stopping worker only heartbeats
+      if let rescued = try? await keeper.rescueExpired(), !rescued.isEmpty {
+        logger.notice("rescued jobs with expired leases", metadata: ["job.ids": "\(rescued)"])
+      }
+      if let last = lastHousekeeping, last.duration(to: .now) < .seconds(config.housekeepingInterval) { continue }
+      lastHousekeeping = .now
+      await housekeeping(keeper)
+    }
+  }
+
+  private func extendLeases(_ keeper: JobQueue) async {
+    let leases = book.withLock { $0.leasesToExtend() }
+    if leases.isEmpty { return }
+    let extended: Set<Int64>
+    do {
+      extended = try await keeper.heartbeat(leases, leaseSeconds: config.leaseSeconds)
+    } catch {
+      logger.warning("heartbeat failed; leases run on until they expire", metadata: ["error": "\(error)"])
+      return
+    }
+    let lost = book.withLock { $0.heartbeatAnswered(sent: leases.map(\.id), extended: extended) }
+    for (id, execution) in lost {
+      counters.withLock { $0.leaseLost += 1 }
+      logger.warning(
+        "lease_lost job_id=\(id): heartbeat refused (job cancelled, or lease expired and taken); work abandoned")
+      execution.abandon()
+    }
+  }
+
+  private func housekeeping(_ keeper: JobQueue) async {
+    if let expired = try? await keeper.expireWorkers(), expired > 0 {
+      logger.notice("expired stale worker registrations", metadata: ["workers": "\(expired)"])
+    }
+    guard config.retentionSeconds > 0 else { return }
+    do {
+      let deleted = try await keeper.prune(olderThanSeconds: config.retentionSeconds)
+      if deleted > 0 { logger.info("pruned finished jobs", metadata: ["jobs": "\(deleted)"]) }
+    } catch {
+      logger.warning("retention failed", metadata: ["error": "\(error)"])
     }
   }
 }

@@ -14,9 +14,20 @@ public struct WorkerConfig: Sendable {
   public var maxPixels = 100_000_000
   public var addressGuard = AddressGuard()
   public var retryPolicy = RetryPolicy()
-  /// Idle slots poll at most this often (LISTEN/NOTIFY wake-up comes with the queue issue).
-  public var maxPollInterval: Double = 1.0
+  /// An idle worker looks for due jobs this often even without a notification: the fallback for lost
+  /// notifications (reconnects, PgBouncer) and the way scheduled and backed-off jobs are found.
+  public var pollInterval: Double = 1.0
+  /// Jobs claimed per lease statement; nil: as many as there are free slots, at most 100.
+  public var leaseBatch: Int?
+  /// After SIGTERM, running jobs get this long to finish before they are handed back.
+  public var shutdownGrace: Double = 25
+  /// Finished jobs older than this are deleted (with their variant rows); 0 keeps them forever.
+  public var retentionSeconds: Double = 7 * 24 * 3600
+  /// How often the keeper expires stale worker rows and prunes finished jobs.
+  public var housekeepingInterval: Double = 60
   public var workerID: String
+
+  public var effectiveLeaseBatch: Int { max(1, min(leaseBatch ?? 100, concurrency)) }
 
   public init(databaseURL: String, storageURL: String) {
     self.databaseURL = databaseURL

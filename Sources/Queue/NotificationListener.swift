@@ -1,0 +1,99 @@
+import CLibPQ
+import Foundation
+import Synchronization
+
+/// LISTENs on a channel on a connection of its own and calls `onNotify` when a notification arrives.
+///
+/// It runs on a thread of its own, blocked in poll(2) on the connection's socket, so a notification is
+/// seen within microseconds of its arrival and costs nothing while none come. If the connection breaks
+/// (database restart, PgBouncer in transaction mode, a network cut) it reconnects with backoff and calls
+/// `onNotify` once it is back, since notifications sent meanwhile are lost; the workers' polling covers
+/// the gap.
+public final class NotificationListener: Sendable {
+  private let conninfo: String
+  private let channel: String
+  private let onNotify: @Sendable () -> Void
+  private let stopping = Atomic<Bool>(false)
+  private let finished = DispatchSemaphore(value: 0)
+  /// Connections made so far (1 after the first LISTEN); tests use it to see a reconnect.
+  private let connections = Atomic<Int>(0)
+
+  public init(conninfo: String, channel: String, onNotify: @escaping @Sendable () -> Void) {
+    self.conninfo = conninfo
+    self.channel = channel
+    self.onNotify = onNotify
+  }
+
+  public var connectionCount: Int { connections.load(ordering: .relaxed) }
+
+  public func start() {
+    let thread = Thread { [self] in
+      self.serve()
+      self.finished.signal()
+    }
+    thread.name = "thumbd-listen"
+    thread.start()
+  }
+
+  /// Stops the thread and closes the connection; returns once both are done (within a poll tick).
+  public func stop() {
+    stopping.store(true, ordering: .releasing)
+    finished.wait()
+  }
+
+  private var isStopping: Bool { stopping.load(ordering: .acquiring) }
+
+  private func serve() {
+    var backoff = 0.1
+    while !isStopping {
+      guard let conn = connect() else {
+        Thread.sleep(forTimeInterval: backoff)
+        backoff = min(backoff * 2, 5)
+        continue
+      }
+      backoff = 0.1
+      connections.add(1, ordering: .relaxed)
+      onNotify()  // anything enqueued while we were not listening
+      listen(on: conn)
+      PQfinish(conn)
+    }
+  }
+
+  private func connect() -> OpaquePointer? {
+    let keys = ["connect_timeout", "application_name", "keepalives_idle", "dbname"]
+    let values = ["10", "thumbd-listen", "30", conninfo]
+    let conn = withCStrings(keys) { k in withCStrings(values) { v in PQconnectdbParams(k, v, 1) } }
+    guard let conn else { return nil }
+    guard PQstatus(conn) == CONNECTION_OK else {
+      PQfinish(conn)
+      return nil
+    }
+    // The channel is ours (a constant), not user input; identifiers cannot be bound as parameters.
+    let result = PQexec(conn, "LISTEN \(channel)")
+    defer { PQclear(result) }
+    guard PQresultStatus(result) == PGRES_COMMAND_OK else {
+      PQfinish(conn)
+      return nil
+    }
+    return conn
+  }
+
+  /// Waits for notifications until the connection breaks or we are stopped.
+  private func listen(on conn: OpaquePointer) {
+    while !isStopping {
+      var descriptor = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
+      let ready = poll(&descriptor, 1, 200)
+      if ready < 0 && errno != EINTR { return }
+      if ready > 0 {
+        if PQconsumeInput(conn) == 0 { return }
+        var received = false
+        while let notification = PQnotifies(conn) {
+          PQfreemem(notification)
+          received = true
+        }
+        if received { onNotify() }
+      }
+      if PQstatus(conn) != CONNECTION_OK { return }
+    }
+  }
+}

@@ -1,0 +1,88 @@
+/// A worker's row in `thumbs.workers`.
+public struct WorkerRecord: Sendable {
+  public var id: String
+  public var host: String
+  public var pid: Int
+  public var version: String
+  public var concurrency: Int
+  public var memoryBudget: Int
+  public var leaseSeconds: Double
+
+  public init(
+    id: String, host: String, pid: Int, version: String, concurrency: Int, memoryBudget: Int, leaseSeconds: Double
+  ) {
+    self.id = id
+    self.host = host
+    self.pid = pid
+    self.version = version
+    self.concurrency = concurrency
+    self.memoryBudget = memoryBudget
+    self.leaseSeconds = leaseSeconds
+  }
+}
+
+/// What a worker has done since it started, published with each heartbeat round.
+public struct WorkerCounters: Sendable, Equatable {
+  public var succeeded = 0
+  public var failed = 0
+  public var retried = 0
+  public var leaseLost = 0
+  public var handedBack = 0
+
+  public init() {}
+}
+
+/// The registry of workers and the queue's housekeeping: statements the keeper loop runs.
+extension JobQueue {
+  /// Registers the worker or refreshes its row. An upsert, so a worker whose row expired while it was
+  /// frozen or cut off comes back once it can reach the database again.
+  public func announce(_ worker: WorkerRecord, counters: WorkerCounters, stopping: Bool) async throws(PostgresError) {
+    try await client.query(
+      """
+      INSERT INTO thumbs.workers AS w
+             (id, host, pid, version, concurrency, memory_budget, lease_ttl, state,
+              jobs_succeeded, jobs_failed, jobs_retried, leases_lost)
+      VALUES ($1, $2, $3::int, $4, $5::int, $6::bigint, make_interval(secs => $7::float8), $8,
+              $9::bigint, $10::bigint, $11::bigint, $12::bigint)
+      ON CONFLICT (id) DO UPDATE
+         SET last_heartbeat_at = now(), state = excluded.state, jobs_succeeded = excluded.jobs_succeeded,
+             jobs_failed = excluded.jobs_failed, jobs_retried = excluded.jobs_retried,
+             leases_lost = excluded.leases_lost
+      """,
+      [
+        worker.id, worker.host, String(worker.pid), worker.version, String(worker.concurrency),
+        String(worker.memoryBudget), String(worker.leaseSeconds), stopping ? "stopping" : "running",
+        String(counters.succeeded), String(counters.failed), String(counters.retried), String(counters.leaseLost),
+      ])
+  }
+
+  /// Removes the worker's row at a clean exit.
+  public func withdraw(workerID: String) async throws(PostgresError) {
+    try await client.query("DELETE FROM thumbs.workers WHERE id = $1", [workerID])
+  }
+
+  /// Deletes the rows of workers that stopped heartbeating long ago; returns how many.
+  @discardableResult
+  public func expireWorkers() async throws(PostgresError) -> Int {
+    let result = try await client.query("SELECT thumbs.expire_workers()")
+    return Int(result.rows.first?[0] ?? "0") ?? 0
+  }
+
+  /// Deletes finished jobs older than `olderThanSeconds`, `batchSize` at a time, until fewer than a batch
+  /// remain or `maxBatches` ran; returns how many were deleted.
+  @discardableResult
+  public func prune(olderThanSeconds: Double, batchSize: Int = 1000, maxBatches: Int = 100) async throws(PostgresError)
+    -> Int
+  {
+    var total = 0
+    for _ in 0..<maxBatches {
+      let result = try await client.query(
+        "SELECT thumbs.prune(make_interval(secs => $1::float8), $2::int)",
+        [String(olderThanSeconds), String(batchSize)])
+      let deleted = Int(result.rows.first?[0] ?? "0") ?? 0
+      total += deleted
+      if deleted < batchSize { break }
+    }
+    return total
+  }
+}

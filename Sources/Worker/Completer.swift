@@ -1,0 +1,82 @@
+import Logging
+import Queue
+import Synchronization
+import ThumbCore
+
+/// Writes job outcomes in batches, on a connection of its own.
+///
+/// Group commit: the first outcome to arrive starts a write at once (no timer, no added latency); the
+/// outcomes that arrive while that write is in flight go together in the next one. Under load a batch
+/// holds everything that finished during one round trip, so the database work per job shrinks as load
+/// grows; at rest each outcome is written alone and immediately.
+final class Completer: Sendable {
+  private struct Pending {
+    var job: LeasedJob
+    var outcome: JobOutcome
+    var written: CheckedContinuation<Bool?, Never>
+  }
+
+  private struct State {
+    var pending: [Pending] = []
+    var writing = false
+  }
+
+  private let queue: JobQueue
+  private let logger: Logger
+  private let state = Mutex(State())
+  /// A batch is cut at this many jobs, so one statement's arrays stay a reasonable size.
+  private let maxBatch = 500
+
+  init(queue: JobQueue, logger: Logger) {
+    self.queue = queue
+    self.logger = logger
+  }
+
+  /// Writes the outcome. True when written; false when the lease was lost (nothing written); nil when
+  /// the database could not be reached even after retries (the lease will expire and the job run again).
+  func record(_ job: LeasedJob, _ outcome: JobOutcome) async -> Bool? {
+    await withCheckedContinuation { continuation in
+      let startWriter = state.withLock { state -> Bool in
+        state.pending.append(Pending(job: job, outcome: outcome, written: continuation))
+        if state.writing { return false }
+        state.writing = true
+        return true
+      }
+      if startWriter { Task { await self.writeUntilEmpty() } }
+    }
+  }
+
+  private func writeUntilEmpty() async {
+    while true {
+      let batch = state.withLock { state -> [Pending] in
+        let batch = Array(state.pending.prefix(maxBatch))
+        state.pending.removeFirst(batch.count)
+        if batch.isEmpty { state.writing = false }
+        return batch
+      }
+      if batch.isEmpty { return }
+      let written = await write(batch)
+      for item in batch {
+        item.written.resume(returning: written.map { $0.contains(item.job.id) })
+      }
+    }
+  }
+
+  /// One batch, retried through short outages: the work is done, so it is worth waiting a little for the
+  /// database rather than letting the lease expire and doing the job again.
+  private func write(_ batch: [Pending]) async -> Set<Int64>? {
+    var delay = 0.25
+    for attempt in 1...5 {
+      do {
+        return try await queue.record(batch.map { ($0.job, $0.outcome) })
+      } catch {
+        logger.warning(
+          "could not write job outcomes, will retry",
+          metadata: ["error": "\(error)", "jobs": "\(batch.count)", "attempt": "\(attempt)"])
+        try? await Task.sleep(for: .seconds(delay))
+        delay *= 2
+      }
+    }
+    return nil
+  }
+}
