@@ -53,7 +53,7 @@ let package = Package(
     .executableTarget(
       name: "thumbd",
       dependencies: [
-        "ThumbCore", "Imaging", "Queue", "Worker", "Storage",
+        "ThumbCore", "Blocking", "Imaging", "Queue", "Worker", "Storage",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
       ],

@@ -24,7 +24,7 @@ extension JobQueue {
     -> Set<Int64>
   {
     if leases.isEmpty { return [] }
-    let result = try await client.query(
+    let result = try await client.prepared(
       """
       WITH input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
       locked AS MATERIALIZED (
@@ -66,7 +66,7 @@ extension JobQueue {
   /// or neither does.
   private func recordSuccesses(_ batch: [(LeasedJob, [VariantRecord])]) async throws(PostgresError) -> Set<Int64> {
     let rows = batch.flatMap { job, variants in variants.map { (job.id, $0) } }
-    let result = try await client.query(
+    let result = try await client.prepared(
       """
       WITH input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
       locked AS MATERIALIZED (
@@ -104,7 +104,7 @@ extension JobQueue {
   /// Failed attempts: back to `queued` after the job's own delay, or `failed` for good; either way the
   /// attempt is added to the job's attempt log.
   private func recordFailures(_ batch: [(LeasedJob, JobError, Double?)]) async throws(PostgresError) -> Set<Int64> {
-    let result = try await client.query(
+    let result = try await client.prepared(
       """
       WITH input AS (
         SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[], $5::text[])
@@ -138,7 +138,7 @@ extension JobQueue {
   /// Returns unfinished jobs to the queue without counting the attempt (a clean stop is not the job's
   /// fault), logs the hand-back, and wakes idle workers to take them.
   private func handBack(_ jobs: [LeasedJob]) async throws(PostgresError) -> Set<Int64> {
-    let result = try await client.query(
+    let result = try await client.prepared(
       """
       WITH input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
       locked AS MATERIALIZED (

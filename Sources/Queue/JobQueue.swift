@@ -42,7 +42,7 @@ public struct JobQueue: Sendable {
   /// Claims up to `limit` ready jobs: highest priority first, then oldest `run_at`. SKIP LOCKED lets many
   /// workers lease at once without waiting on each other's rows; `attempts` is counted here, at lease.
   public func lease(workerID: String, limit: Int, leaseSeconds: Double) async throws(PostgresError) -> [LeasedJob] {
-    let result = try await client.query(
+    let result = try await client.prepared(
       """
       WITH picked AS MATERIALIZED (
         SELECT id FROM thumbs.jobs
@@ -71,7 +71,7 @@ public struct JobQueue: Sendable {
   /// when it requeued something.
   @discardableResult
   public func rescueExpired() async throws(PostgresError) -> [Int64] {
-    let result = try await client.query(
+    let result = try await client.prepared(
       """
       WITH expired AS (
         SELECT id FROM thumbs.jobs
@@ -100,7 +100,7 @@ public struct JobQueue: Sendable {
 
   /// `thumbs.enqueue`: the job's id (an existing live job's id for the same source and profile).
   public func enqueue(sourceURL: String, profile: String, priority: Int) async throws(PostgresError) -> Int64 {
-    let result = try await client.query(
+    let result = try await client.prepared(
       "SELECT thumbs.enqueue($1, $2, $3::int)", [sourceURL, profile, String(priority)])
     return Int64(result.rows[0][0]!)!
   }

@@ -12,9 +12,17 @@ public struct PostgresClient: Sendable {
   }
 
   @discardableResult
-  public func query(_ sql: String, _ parameters: [String?] = []) async throws(PostgresError) -> QueryResult {
+  public func query(_ sql: String, _ parameters: [String?] = [], prepared: Bool = false) async throws(PostgresError)
+    -> QueryResult
+  {
     let connection = self.connection
-    return try await pool.run { () throws(PostgresError) in try connection.query(sql, parameters) }
+    return try await pool.run { () throws(PostgresError) in try connection.query(sql, parameters, prepared: prepared) }
+  }
+
+  /// `query` with a statement prepared once per connection: for the hot statements of the queue.
+  @discardableResult
+  public func prepared(_ sql: String, _ parameters: [String?] = []) async throws(PostgresError) -> QueryResult {
+    try await query(sql, parameters, prepared: true)
   }
 
   public func close() {

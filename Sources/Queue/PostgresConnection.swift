@@ -22,6 +22,8 @@ public struct QueryResult: Sendable {
 public final class PostgresConnection: @unchecked Sendable {
   private let conninfo: String
   private var connection: OpaquePointer?
+  /// Statements prepared on the current server connection; emptied when it is re-established.
+  private var preparedNames: Set<String> = []
   private let lock = NSLock()
 
   /// Connects now, so a bad DATABASE_URL is reported at start-up rather than at the first job.
@@ -43,15 +45,43 @@ public final class PostgresConnection: @unchecked Sendable {
 
   /// Runs one statement with text parameters. A broken connection is re-established first, so a restarted
   /// database costs the statements in flight at that moment, not the worker.
+  ///
+  /// `prepared`: the statement is parsed and planned once per connection and then only executed. For the
+  /// queue's CTE statements planning costs more than running (0.7 ms against 0.4 ms for a lease), so the
+  /// hot statements use it. (Behind PgBouncer in transaction mode use version 1.21 or later, which tracks
+  /// protocol-level prepared statements.)
   @discardableResult
-  public func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> QueryResult {
+  public func query(_ sql: String, _ parameters: [String?] = [], prepared: Bool = false) throws(PostgresError)
+    -> QueryResult
+  {
     try locked { () throws(PostgresError) -> QueryResult in
       let conn = try liveConnection()
+      guard prepared else {
+        let result = withCStrings(parameters) { values in
+          PQexecParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+        return try consume(result, conn)
+      }
+      let name = Self.statementName(sql)
+      if !preparedNames.contains(name) {
+        _ = try consume(PQprepare(conn, name, sql, Int32(parameters.count), nil), conn)
+        preparedNames.insert(name)
+      }
       let result = withCStrings(parameters) { values in
-        PQexecParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        PQexecPrepared(conn, name, Int32(parameters.count), values, nil, nil, 0)
       }
       return try consume(result, conn)
     }
+  }
+
+  /// A name derived from the text (FNV-1a), so each distinct statement is prepared once per connection.
+  static func statementName(_ sql: String) -> String {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in sql.utf8 {
+      hash ^= UInt64(byte)
+      hash = hash &* 0x100_0000_01b3
+    }
+    return "thumbd_" + String(hash, radix: 16)
   }
 
   /// Runs a script of several statements without parameters (migrations only: PQexec allows many
@@ -81,6 +111,9 @@ public final class PostgresConnection: @unchecked Sendable {
       PQfinish(conn)
       throw PostgresError(kind: .connection, message: message)
     }
+    // NOTICEs ("relation already exists, skipping") are for interactive sessions; libpq would print
+    // them on stderr, in the middle of our structured log.
+    PQsetNoticeProcessor(conn, { _, _ in }, nil)
     connection = conn
   }
 
@@ -88,6 +121,7 @@ public final class PostgresConnection: @unchecked Sendable {
     if let connection, PQstatus(connection) == CONNECTION_OK { return connection }
     if let connection { PQfinish(connection) }
     connection = nil
+    preparedNames = []
     try connectLocked()
     return connection!
   }

@@ -1,13 +1,17 @@
 import ArgumentParser
 import Foundation
 import Logging
+import ThumbCore
 
 @main
 struct Thumbd: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "thumbd",
     abstract: "A distributed thumbnail worker: PostgreSQL queue in, stored thumbnails out.",
-    subcommands: [Migrate.self, WorkerCommand.self, Enqueue.self, Status.self, ThumbnailCommand.self])
+    version: ThumbdVersion.current,
+    subcommands: [
+      Migrate.self, WorkerCommand.self, Enqueue.self, Status.self, ThumbnailCommand.self, Bench.self,
+    ])
 
   static func bootstrapLogging() {
     let level = ProcessInfo.processInfo.environment["THUMBD_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info

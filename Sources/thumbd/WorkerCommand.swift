@@ -22,6 +22,14 @@ struct WorkerCommand: AsyncParsableCommand {
   @Option(help: "largest original, e.g. 50MiB (THUMBD_MAX_DOWNLOAD_BYTES)") var maxDownloadBytes: String?
   @Option(help: "largest original in pixels (THUMBD_MAX_PIXELS; default 100000000)") var maxPixels: Int?
   @Option(help: "hosts or CIDRs exempt from the private-network block (THUMBD_ALLOW_HOSTS)") var allowHosts: String?
+  @Option(help: "seconds between looks for due jobs without a notification (THUMBD_POLL_INTERVAL; default 1)")
+  var pollInterval: Double?
+  @Option(help: "jobs claimed per lease statement (THUMBD_LEASE_BATCH; default: free slots, at most 100)")
+  var leaseBatch: Int?
+  @Option(help: "seconds running jobs get to finish after SIGTERM before they are handed back (THUMBD_SHUTDOWN_GRACE; default 25)")
+  var shutdownGrace: Double?
+  @Option(help: "delete finished jobs older than this, e.g. 7d, 12h, 0 = never (THUMBD_RETENTION; default 7d)")
+  var retention: String?
 
   func run() async throws {
     Thumbd.bootstrapLogging()
@@ -72,6 +80,24 @@ struct WorkerCommand: AsyncParsableCommand {
     }
     if let value = setting(allowHosts, "ALLOW_HOSTS") {
       config.addressGuard = try AddressGuard(allowList: value)
+    }
+    if let value = setting(pollInterval.map { String($0) }, "POLL_INTERVAL") {
+      guard let seconds = Double(value), seconds > 0 else { throw ValidationError("--poll-interval must be > 0") }
+      config.pollInterval = seconds
+    }
+    if let value = setting(leaseBatch.map(String.init), "LEASE_BATCH") {
+      guard let n = Int(value), (1...1000).contains(n) else { throw ValidationError("--lease-batch must be 1...1000") }
+      config.leaseBatch = n
+    }
+    if let value = setting(shutdownGrace.map { String($0) }, "SHUTDOWN_GRACE") {
+      guard let seconds = Double(value), seconds >= 0 else { throw ValidationError("--shutdown-grace must be >= 0") }
+      config.shutdownGrace = seconds
+    }
+    if let value = setting(retention, "RETENTION") {
+      guard let seconds = TimeSpan.parseSeconds(value) else {
+        throw ValidationError("--retention: '\(value)' is not a duration such as 7d, 12h, 30m or 0")
+      }
+      config.retentionSeconds = seconds
     }
     return config
   }
