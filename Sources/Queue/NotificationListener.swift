@@ -17,6 +17,12 @@ public final class NotificationListener: Sendable {
   private let finished = DispatchSemaphore(value: 0)
   /// Connections made so far (1 after the first LISTEN); tests use it to see a reconnect.
   private let connections = Atomic<Int>(0)
+  /// A pipe `stop()` writes to, so the poll ends at once rather than at its next timeout.
+  private let stopPipe: (read: Int32, write: Int32) = {
+    var fds: [Int32] = [-1, -1]
+    guard pipe(&fds) == 0 else { return (-1, -1) }  // without it, stop waits for the poll timeout
+    return (fds[0], fds[1])
+  }()
 
   public init(conninfo: String, channel: String, onNotify: @escaping @Sendable () -> Void) {
     self.conninfo = conninfo
@@ -38,7 +44,11 @@ public final class NotificationListener: Sendable {
   /// Stops the thread and closes the connection; returns once both are done (within a poll tick).
   public func stop() {
     stopping.store(true, ordering: .releasing)
+    var byte: UInt8 = 1
+    _ = write(stopPipe.write, &byte, 1)
     finished.wait()
+    close(stopPipe.read)
+    close(stopPipe.write)
   }
 
   private var isStopping: Bool { stopping.load(ordering: .acquiring) }
@@ -47,7 +57,8 @@ public final class NotificationListener: Sendable {
     var backoff = 0.1
     while !isStopping {
       guard let conn = connect() else {
-        Thread.sleep(forTimeInterval: backoff)
+        var wake = pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
+        _ = poll(&wake, 1, Int32(backoff * 1000))
         backoff = min(backoff * 2, 5)
         continue
       }
@@ -81,10 +92,14 @@ public final class NotificationListener: Sendable {
   /// Waits for notifications until the connection breaks or we are stopped.
   private func listen(on conn: OpaquePointer) {
     while !isStopping {
-      var descriptor = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
-      let ready = poll(&descriptor, 1, 200)
+      var descriptors = [
+        pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0),
+        pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
+      ]
+      let ready = poll(&descriptors, 2, 1000)
       if ready < 0 && errno != EINTR { return }
-      if ready > 0 {
+      if descriptors[1].revents != 0 { return }
+      if descriptors[0].revents != 0 {
         if PQconsumeInput(conn) == 0 { return }
         var received = false
         while let notification = PQnotifies(conn) {

@@ -28,6 +28,9 @@ public struct WorkerCounters: Sendable, Equatable {
   public var retried = 0
   public var leaseLost = 0
   public var handedBack = 0
+  /// Lease statements run and outcome batches written: the queue's database work, for `bench queue`.
+  public var leaseStatements = 0
+  public var outcomeBatches = 0
 
   public init() {}
 }

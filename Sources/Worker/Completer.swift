@@ -27,9 +27,12 @@ final class Completer: Sendable {
   /// A batch is cut at this many jobs, so one statement's arrays stay a reasonable size.
   private let maxBatch = 500
 
-  init(queue: JobQueue, logger: Logger) {
+  private let wroteBatch: @Sendable () -> Void
+
+  init(queue: JobQueue, logger: Logger, wroteBatch: @escaping @Sendable () -> Void = {}) {
     self.queue = queue
     self.logger = logger
+    self.wroteBatch = wroteBatch
   }
 
   /// Writes the outcome. True when written; false when the lease was lost (nothing written); nil when
@@ -56,6 +59,7 @@ final class Completer: Sendable {
       }
       if batch.isEmpty { return }
       let written = await write(batch)
+      wroteBatch()
       for item in batch {
         item.written.resume(returning: written.map { $0.contains(item.job.id) })
       }

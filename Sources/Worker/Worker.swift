@@ -72,7 +72,9 @@ public final class Worker: Sendable {
     let writer = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
     let keeper = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
     defer { [leaser, writer, keeper].forEach { $0.client.close() } }
-    let completer = Completer(queue: writer, logger: logger)
+    let completer = Completer(queue: writer, logger: logger) { [self] in
+      self.counters.withLock { $0.outcomeBatches += 1 }
+    }
     let record = WorkerRecord(
       id: config.workerID, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()), version: ThumbdVersion.current,
       concurrency: config.concurrency, memoryBudget: config.memoryBudget, leaseSeconds: config.leaseSeconds)
@@ -124,14 +126,28 @@ public final class Worker: Sendable {
     _ leaser: JobQueue, completer: Completer, handler: any JobHandler, group: inout DiscardingTaskGroup
   ) async {
     var failures = 0
+    var freeSince: ContinuousClock.Instant? = nil
     while !shutdown.isRequested {
-      let free = config.concurrency - running.load(ordering: .acquiring)
+      let busy = running.load(ordering: .acquiring)
+      let free = config.concurrency - busy
+      freeSince = free > 0 ? (freeSince ?? .now) : nil
+      // Slots free up in bursts (outcomes are written in batches). Leasing for every single free slot
+      // would split the work into ever smaller statements, so while jobs are running the producer waits
+      // until half a batch of slots is free, or one slot has been free for 20 ms (long jobs).
+      let enough = busy == 0 || free >= max(1, config.effectiveLeaseBatch / 2)
+      let waitedLongEnough = freeSince.map { $0.duration(to: .now) >= .milliseconds(20) } ?? false
+      if free > 0 && !enough && !waitedLongEnough {
+        await producerWake.wait(timeout: 0.02)
+        continue
+      }
       if free > 0 {
+        freeSince = nil
         let wanted = min(free, config.effectiveLeaseBatch)
         let jobs: [LeasedJob]
         do {
           jobs = try await leaser.lease(workerID: config.workerID, limit: wanted, leaseSeconds: config.leaseSeconds)
           failures = 0
+          counters.withLock { $0.leaseStatements += 1 }
         } catch {
           failures += 1
           logger.warning("lease failed, will retry", metadata: ["error": "\(error)", "failures": "\(failures)"])

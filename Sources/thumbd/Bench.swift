@@ -31,6 +31,11 @@ private func prepareBenchDatabase(_ url: String) throws {
   defer { connection.close() }
   _ = try Migrator(directory: folder).apply(on: connection)
   try connection.query("DELETE FROM thumbs.jobs WHERE source_url LIKE 'bench://%'")
+  let others = try connection.query("SELECT count(*) FROM thumbs.jobs WHERE state IN ('queued', 'running')")
+  guard others.rows.first?[0] == "0" else {
+    throw ValidationError(
+      "the database has \(others.rows.first?[0] ?? "?") live jobs that are not bench jobs: use a scratch database")
+  }
   try connection.query("DELETE FROM thumbs.workers")
   try connection.execute(script: "VACUUM ANALYZE thumbs.jobs")
 }
@@ -53,7 +58,8 @@ struct BenchQueue: AsyncParsableCommand {
 
   @OptionGroup var database: DatabaseOptions
   @Option(help: "jobs to run") var jobs = 10_000
-  @Option(help: "jobs in flight per worker") var concurrency = 100
+  // Two batches in flight: one is leased while the outcomes of the one before are written.
+  @Option(help: "jobs in flight per worker") var concurrency = 200
   @Option(help: "jobs claimed per lease statement") var batch = 100
   @Option(help: "worker instances in this process, each with its own connections") var workers = 1
 
@@ -80,17 +86,26 @@ struct BenchQueue: AsyncParsableCommand {
         let worker = Worker(config: config, logger: quietLogger("thumbd.bench"), handler: NoopHandler())
         group.addTask { try await worker.run() }
       }
-      return try await group.reduce(into: 0) { $0 += $1.succeeded }
+      return try await group.reduce(into: WorkerCounters()) {
+        $0.succeeded += $1.succeeded
+        $0.leaseStatements += $1.leaseStatements
+        $0.outcomeBatches += $1.outcomeBatches
+      }
     }
     let elapsed = start.duration(to: .now)
     let seconds = elapsed.milliseconds / 1000
     let done = try connection.query(
       "SELECT count(*) FROM thumbs.jobs WHERE source_url LIKE 'bench://noop/%' AND state = 'succeeded'")
     try connection.query("DELETE FROM thumbs.jobs WHERE source_url LIKE 'bench://%'")
-    guard totals == jobs, done.rows.first?[0] == String(jobs) else {
-      throw ValidationError("only \(totals) of \(jobs) jobs succeeded (database says \(done.rows.first?[0] ?? "?"))")
+    guard totals.succeeded == jobs, done.rows.first?[0] == String(jobs) else {
+      throw ValidationError("only \(totals.succeeded) of \(jobs) jobs succeeded (database says \(done.rows.first?[0] ?? "?"))")
     }
     print("thumbd \(ThumbdVersion.current): \(jobs) jobs, \(workers) worker(s), concurrency \(concurrency), batch \(batch)")
+    print(
+      String(
+        format: "lease_statements=%d outcome_batches=%d jobs_per_lease=%.1f jobs_per_outcome_batch=%.1f",
+        totals.leaseStatements, totals.outcomeBatches, Double(jobs) / Double(max(1, totals.leaseStatements)),
+        Double(jobs) / Double(max(1, totals.outcomeBatches))))
     print(String(format: "elapsed_s=%.3f", seconds))
     print(String(format: "jobs_per_second=%.1f", Double(jobs) / seconds))
   }
