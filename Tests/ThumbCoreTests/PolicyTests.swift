@@ -125,3 +125,45 @@ import Testing
     #expect(ImageFormat.sniff([]) == nil)
   }
 }
+
+struct LeaseBookTests {
+  @Test func heartbeatAnswersMarkMissingLeasesLost() {
+    var book = LeaseBook<String>()
+    book.hold(id: 2, token: "b", payload: "two")
+    book.hold(id: 1, token: "a", payload: "one")
+    book.hold(id: 3, token: "c", payload: "three")
+    #expect(book.leasesToExtend().map(\.id) == [1, 2, 3])
+    let lost = book.heartbeatAnswered(sent: [1, 2, 3], extended: [1, 3])
+    #expect(lost.map(\.payload) == ["two"])
+    #expect(book.status(of: 2) == .lost && book.status(of: 1) == .held)
+    // A lost lease is neither extended again nor reported lost twice.
+    #expect(book.leasesToExtend().map(\.id) == [1, 3])
+    #expect(book.heartbeatAnswered(sent: [2], extended: []).isEmpty)
+    #expect(book.heldCount == 2 && book.count == 3)
+  }
+
+  @Test func handBackTakesOnlyHeldLeasesAndReleaseReportsTheEnd() {
+    var book = LeaseBook<Int>()
+    for id in [5, 4, 6] { book.hold(id: Int64(id), token: "t\(id)", payload: id) }
+    _ = book.heartbeatAnswered(sent: [4], extended: [])
+    let returned = book.handBackAll()
+    #expect(returned.map(\.id) == [5, 6] && returned.map(\.token) == ["t5", "t6"])
+    #expect(book.handBackAll().isEmpty)
+    #expect(book.release(id: 4) == .lost)
+    #expect(book.release(id: 5) == .handedBack)
+    #expect(book.release(id: 5) == nil)
+    #expect(book.count == 1)
+  }
+}
+
+struct TimeSpanTests {
+  @Test func parsesOperatorDurations() {
+    #expect(TimeSpan.parseSeconds("90") == 90)
+    #expect(TimeSpan.parseSeconds("30m") == 1800)
+    #expect(TimeSpan.parseSeconds(" 12h ") == 43200)
+    #expect(TimeSpan.parseSeconds("7d") == 604_800)
+    #expect(TimeSpan.parseSeconds("1.5s") == 1.5)
+    #expect(TimeSpan.parseSeconds("0") == 0)
+    for bad in ["", "d", "-1d", "7x", "seven days", "inf"] { #expect(TimeSpan.parseSeconds(bad) == nil, "\(bad)") }
+  }
+}

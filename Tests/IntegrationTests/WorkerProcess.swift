@@ -1,0 +1,118 @@
+import Foundation
+import Imaging
+import Testing
+
+/// A real `thumbd worker` process (the binary `swift build` put next to this test bundle), so tests can
+/// SIGKILL, SIGSTOP and SIGTERM it. Spawned with posix_spawn and reaped with waitpid by us alone.
+final class WorkerProcess: @unchecked Sendable {
+  let pid: pid_t
+  let logURL: URL
+  private var exitStatus: Int32?
+
+  static let binary: URL? = {
+    let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    let candidate = bundle.deletingLastPathComponent().appendingPathComponent("thumbd")
+    return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
+  }()
+
+  static let skipReason = "the thumbd binary was not built next to the test bundle: run `swift build --build-tests`"
+
+  /// Starts `thumbd worker` with THUMBD_* settings; stdout and stderr go to a log file.
+  init(databaseURL: String, storage: URL, settings: [String: String] = [:]) throws {
+    let binary = try #require(Self.binary)
+    logURL = storage.deletingLastPathComponent().appendingPathComponent("worker-\(UUID().uuidString).log")
+    var environment = [
+      "DATABASE_URL": databaseURL, "THUMBD_STORAGE": "file://\(storage.path)", "THUMBD_ALLOW_HOSTS": "127.0.0.1",
+      "THUMBD_CONCURRENCY": "1", "THUMBD_LOG_LEVEL": "info", "PATH": "/usr/bin:/bin",
+    ]
+    for (key, value) in settings { environment[key] = value }
+    let arguments = [binary.path, "worker"]
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, logURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    var pid: pid_t = 0
+    let argv = arguments.map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
+    let rc = posix_spawn(&pid, binary.path, &actions, nil, argv, envp)
+    guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EINVAL) }
+    self.pid = pid
+  }
+
+  var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+  func send(_ signal: Int32) { kill(pid, signal) }
+
+  /// Waits up to `timeout` seconds for the process to exit; its exit code (128+n for signal n), or nil.
+  func waitForExit(timeout: Double) async -> Int32? {
+    let deadline = Date().addingTimeInterval(timeout)
+    while exitStatus == nil && Date() < deadline {
+      var status: Int32 = 0
+      if waitpid(pid, &status, WNOHANG) == pid {
+        let signalled = status & 0x7f
+        exitStatus = signalled == 0 ? (status >> 8) & 0xff : 128 + signalled
+      } else {
+        try? await Task.sleep(for: .milliseconds(50))
+      }
+    }
+    return exitStatus
+  }
+
+  deinit {
+    if exitStatus == nil {
+      kill(pid, SIGKILL)
+      var status: Int32 = 0
+      _ = waitpid(pid, &status, 0)
+    }
+  }
+}
+
+/// Polls `condition` every 50 ms until it holds or `timeout` seconds pass; returns whether it held.
+func eventually(timeout: Double, _ condition: () throws -> Bool) async rethrows -> Bool {
+  let deadline = Date().addingTimeInterval(timeout)
+  while Date() < deadline {
+    if try condition() { return true }
+    try? await Task.sleep(for: .milliseconds(50))
+  }
+  return try condition()
+}
+
+/// A JPEG made here (a gradient, so it compresses to a realistic size), for tests that must not depend
+/// on ../shared.
+func makeTestJPEG(width: Int = 1200, height: Int = 900) throws -> [UInt8] {
+  var image = PixelBuffer(width: width, height: height, channels: 3)
+  for y in 0..<height {
+    for x in 0..<width {
+      let i = (y * width + x) * 3
+      image.pixels[i] = UInt8(x * 255 / width)
+      image.pixels[i + 1] = UInt8(y * 255 / height)
+      image.pixels[i + 2] = UInt8((x ^ y) & 0xff)
+    }
+  }
+  return try JPEG.encode(image, quality: 90)
+}
+
+/// An origin serving one generated photo as `photo.jpg`, and a storage folder beside it.
+struct QueueFixture {
+  let origin: TestOrigin
+  let storage: URL
+  let photoBytes: Int
+
+  init() throws {
+    let root = try makeTemporaryDirectory()
+    let photo = try makeTestJPEG()
+    try Data(photo).write(to: root.appendingPathComponent("photo.jpg"))
+    origin = try TestOrigin(root: root)
+    storage = root.appendingPathComponent("thumbnails")
+    try FileManager.default.createDirectory(at: storage, withIntermediateDirectories: true)
+    photoBytes = photo.count
+  }
+
+  /// A URL whose download takes about `seconds` (the origin's /slow/ route, in 16 chunks).
+  func slowURL(seconds: Double) -> String {
+    let chunk = photoBytes / 16 + 1
+    return origin.url("/slow/photo.jpg?chunk=\(chunk)&delay=\(seconds / 16)")
+  }
+}
