@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# bench/setup.sh: the Python side of the image benchmark (bench/images).
+# bench/setup.sh: the Python side of the image benchmark (bench/images) and of the queue
+# benchmark (bench/queue).
 # Creates a virtualenv at ${THUMBD_BENCH_VENV:-$HOME/.cache/thumbd-bench-venv} with pyvips (and its
-# bundled libvips wheel) and Pillow. Idempotent: a second run only checks and prints the versions.
+# bundled libvips wheel) and Pillow, plus pgqueuer and asyncpg (its driver in bench/pgqueuer_bench.py).
+# Idempotent: a second run only checks and prints the versions.
 set -euo pipefail
 venv=${THUMBD_BENCH_VENV:-$HOME/.cache/thumbd-bench-venv}
 py=${PYTHON:-python3}
@@ -34,6 +36,13 @@ if ! have; then
   fi
 fi
 
+# The queue benchmark's contender: pgqueuer (PostgreSQL job queue for Python) with asyncpg.
+have_pgq() { "$vpy" -c 'import pgqueuer, asyncpg' >/dev/null 2>&1; }
+if ! have_pgq; then
+  echo "setup: installing pgqueuer and asyncpg" >&2
+  pipq pgqueuer asyncpg
+fi
+
 "$vpy" - <<'PY'
 import pyvips, PIL
 try:
@@ -45,5 +54,8 @@ print(f"libvips {pyvips.version(0)}.{pyvips.version(1)}.{pyvips.version(2)}"
       + (f" (pyvips-binary {binary})" if binary else " (system library)"))
 print(f"pyvips {pyvips.__version__} (api mode: {pyvips.API_mode})")
 print(f"Pillow {PIL.__version__}")
+import importlib.metadata as md
+print(f"pgqueuer {md.version('pgqueuer')}")
+print(f"asyncpg {md.version('asyncpg')}")
 PY
 echo "setup: venv $venv ready" >&2
