@@ -76,7 +76,11 @@ let writeBody: thumbd_curl_data_callback = { data, size, count, userdata in
     state.overLimit = true
     return 0  // curl aborts the transfer with CURLE_WRITE_ERROR
   }
-  if let data { data.withMemoryRebound(to: UInt8.self, capacity: length) { state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) } }
+  if let data {
+    data.withMemoryRebound(to: UInt8.self, capacity: length) {
+      state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+    }
+  }
   return length
 }
 

@@ -1,6 +1,6 @@
+public import Blocking
 import CCurlShim
 import CLibCurl
-public import Blocking
 import Foundation
 public import ThumbCore
 
@@ -79,12 +79,15 @@ public struct Fetcher: Sendable {
   }
 
   /// One blocking transfer.
-  static func transfer(_ url: String, limits: FetchLimits, addressGuard: AddressGuard) throws(TransferFailure)
+  static func transfer(
+    _ url: String, limits: FetchLimits, addressGuard: AddressGuard
+  ) throws(TransferFailure)
     -> FetchedOriginal
   {
     let curl: CurlEasy
     do { curl = try CurlEasy() } catch { throw TransferFailure(error: error, retryable: true) }
-    let state = TransferState(maxBytes: limits.maxBytes, addressGuard: addressGuard, host: URLComponents(string: url)?.host)
+    let state = TransferState(
+      maxBytes: limits.maxBytes, addressGuard: addressGuard, host: URLComponents(string: url)?.host)
     let userdata = Unmanaged.passUnretained(state).toOpaque()
     curl.set(CURLOPT_URL, url)
     curl.set(CURLOPT_PROTOCOLS_STR, "http,https")
@@ -120,7 +123,8 @@ public struct Fetcher: Sendable {
     }
     if state.overLimit || code == CURLE_FILESIZE_EXCEEDED {
       throw TransferFailure(
-        error: JobError(.tooLarge, "\(shortURL) is larger than the \(ByteSize.format(limits.maxBytes)) download limit"),
+        error: JobError(
+          .tooLarge, "\(shortURL) is larger than the \(ByteSize.format(limits.maxBytes)) download limit"),
         retryable: false)
     }
     if code != CURLE_OK {
@@ -144,14 +148,16 @@ public struct Fetcher: Sendable {
         bytes: state.body, contentType: curl.info(string: CURLINFO_CONTENT_TYPE),
         effectiveURL: curl.info(string: CURLINFO_EFFECTIVE_URL) ?? url)
     case 404, 410:
-      throw TransferFailure(error: JobError(.notFound, "\(shortURL) answered HTTP \(status)"), retryable: false)
+      throw TransferFailure(
+        error: JobError(.notFound, "\(shortURL) answered HTTP \(status)"), retryable: false)
     case 408, 429, 500..<600:
       let retryAfter = state.retryAfter.flatMap(Double.init)
       throw TransferFailure(
         error: JobError(.fetchFailed, "\(shortURL) answered HTTP \(status)"), retryable: true,
         retryAfterSeconds: retryAfter)
     default:
-      throw TransferFailure(error: JobError(.httpError, "\(shortURL) answered HTTP \(status)"), retryable: false)
+      throw TransferFailure(
+        error: JobError(.httpError, "\(shortURL) answered HTTP \(status)"), retryable: false)
     }
   }
 }

@@ -29,7 +29,9 @@ public struct Thumbnailer: Sendable {
 
   /// Decodes `data` once, at the smallest DCT scale that still serves the largest variant, and renders
   /// every variant of `variants` from it. Blocks: call it from a BlockingPool thread.
-  public func render(_ data: [UInt8], variants: [VariantSpec]) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
+  public func render(
+    _ data: [UInt8], variants: [VariantSpec]
+  ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
     guard let format = ImageFormat.sniff(data) else {
       throw JobError(.unsupportedFormat, "the bytes are not an image format thumbd knows")
     }
@@ -40,18 +42,18 @@ public struct Thumbnailer: Sendable {
     // withUnsafeBytes rethrows untyped errors, so the closure hands back a Result instead.
     let decoded = data.withUnsafeBytes { bytes in
       Result { () throws(JobError) -> (SourceInfo, PixelBuffer) in
-      let header = try decompressor.header(bytes)
-      guard header.size.pixels <= maxPixels else {
-        throw JobError(
-          .tooLarge, "\(header.size) is \(header.size.pixels) pixels, over the limit of \(maxPixels)")
-      }
-      let orientation = ExifReader.jpegOrientation(bytes) ?? .up
-      let uprightSize = orientation.uprightSize(of: header.size)
-      let denominator = RenderPlanner.decodeDenominator(source: uprightSize, variants: variants)
-      let decoded = try decompressor.decode(bytes, header: header, denominator: denominator)
-      let info = SourceInfo(
-        format: format, size: uprightSize, orientation: orientation, decodeDenominator: denominator)
-      return (info, decoded.oriented(orientation))
+        let header = try decompressor.header(bytes)
+        guard header.size.pixels <= maxPixels else {
+          throw JobError(
+            .tooLarge, "\(header.size) is \(header.size.pixels) pixels, over the limit of \(maxPixels)")
+        }
+        let orientation = ExifReader.jpegOrientation(bytes) ?? .up
+        let uprightSize = orientation.uprightSize(of: header.size)
+        let denominator = RenderPlanner.decodeDenominator(source: uprightSize, variants: variants)
+        let decoded = try decompressor.decode(bytes, header: header, denominator: denominator)
+        let info = SourceInfo(
+          format: format, size: uprightSize, orientation: orientation, decodeDenominator: denominator)
+        return (info, decoded.oriented(orientation))
       }
     }
     let (info, upright) = try decoded.get()
@@ -59,7 +61,9 @@ public struct Thumbnailer: Sendable {
   }
 
   /// Resamples and encodes every variant, largest first, each from the smallest adequate earlier result.
-  func renderVariants(from decoded: PixelBuffer, original: PixelSize, variants: [VariantSpec]) throws(JobError)
+  func renderVariants(
+    from decoded: PixelBuffer, original: PixelSize, variants: [VariantSpec]
+  ) throws(JobError)
     -> [RenderedVariant]
   {
     let steps = RenderPlanner.steps(original: original, decoded: decoded.size, variants: variants)
@@ -71,7 +75,8 @@ public struct Thumbnailer: Sendable {
       let image = Resampler.resample(source, region: step.region, to: step.output)
       let spec = variants[step.variant]
       let bytes = try compressor.encode(image, quality: spec.quality)
-      rendered[step.variant] = RenderedVariant(name: spec.name, size: image.size, format: spec.format, data: bytes)
+      rendered[step.variant] = RenderedVariant(
+        name: spec.name, size: image.size, format: spec.format, data: bytes)
       // Keep only what a later step may read.
       if steps.contains(where: { $0.source == step.variant }) { images[step.variant] = image }
     }

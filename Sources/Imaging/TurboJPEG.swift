@@ -39,9 +39,12 @@ final class TurboDecompressor: @unchecked Sendable {
 
   /// Decodes at 1/denominator of the full size (libjpeg's DCT scaling: the skipped coefficients are
   /// never computed). Returns RGB, converting CMYK/YCCK naively (ICC-aware conversion is a later step).
-  func decode(_ data: UnsafeRawBufferPointer, header: Header, denominator: Int) throws(JobError) -> PixelBuffer {
+  func decode(
+    _ data: UnsafeRawBufferPointer, header: Header, denominator: Int
+  ) throws(JobError) -> PixelBuffer {
     let scaled = Self.scaledSize(header.size, denominator: denominator)
-    let isCMYK = header.colorspace == Int32(TJCS_CMYK.rawValue) || header.colorspace == Int32(TJCS_YCCK.rawValue)
+    let isCMYK =
+      header.colorspace == Int32(TJCS_CMYK.rawValue) || header.colorspace == Int32(TJCS_YCCK.rawValue)
     let channels = isCMYK ? 4 : 3
     let format = isCMYK ? TJPF_CMYK : TJPF_RGB
     var pixels = [UInt8](repeating: 0, count: scaled.pixels * channels)

@@ -20,7 +20,9 @@ public enum JobOutcome: Sendable {
 /// holder's — always take their locks in the same order and never wait on each other in a cycle.
 extension JobQueue {
   /// Extends the leases; returns the ids whose lease was extended.
-  public func heartbeat(_ leases: [(id: Int64, token: String)], leaseSeconds: Double) async throws(PostgresError)
+  public func heartbeat(
+    _ leases: [(id: Int64, token: String)], leaseSeconds: Double
+  ) async throws(PostgresError)
     -> Set<Int64>
   {
     if leases.isEmpty { return [] }
@@ -44,7 +46,9 @@ extension JobQueue {
 
   /// Writes the outcomes of many jobs: at most three statements (successes with their variant rows,
   /// failures, hand-backs), whatever the number of jobs. Returns the ids whose outcome was written.
-  public func record(_ outcomes: [(job: LeasedJob, outcome: JobOutcome)]) async throws(PostgresError) -> Set<Int64> {
+  public func record(
+    _ outcomes: [(job: LeasedJob, outcome: JobOutcome)]
+  ) async throws(PostgresError) -> Set<Int64> {
     var succeeded: [(LeasedJob, [VariantRecord])] = []
     var failed: [(LeasedJob, JobError, Double?)] = []
     var handedBack: [LeasedJob] = []
@@ -64,7 +68,9 @@ extension JobQueue {
 
   /// Marks the jobs succeeded and inserts their variant rows in one statement: for each job both happen
   /// or neither does.
-  private func recordSuccesses(_ batch: [(LeasedJob, [VariantRecord])]) async throws(PostgresError) -> Set<Int64> {
+  private func recordSuccesses(
+    _ batch: [(LeasedJob, [VariantRecord])]
+  ) async throws(PostgresError) -> Set<Int64> {
     let rows = batch.flatMap { job, variants in variants.map { (job.id, $0) } }
     let result = try await client.prepared(
       """
@@ -92,7 +98,8 @@ extension JobQueue {
       SELECT id FROM done
       """,
       [
-        PostgresArray.literal(batch.map { Int($0.0.id) }), PostgresArray.literal(batch.map { $0.0.leaseToken }),
+        PostgresArray.literal(batch.map { Int($0.0.id) }),
+        PostgresArray.literal(batch.map { $0.0.leaseToken }),
         PostgresArray.literal(rows.map { Int($0.0) }), PostgresArray.literal(rows.map(\.1.name)),
         PostgresArray.literal(rows.map(\.1.width)), PostgresArray.literal(rows.map(\.1.height)),
         PostgresArray.literal(rows.map(\.1.format)), PostgresArray.literal(rows.map(\.1.bytes)),
@@ -103,7 +110,9 @@ extension JobQueue {
 
   /// Failed attempts: back to `queued` after the job's own delay, or `failed` for good; either way the
   /// attempt is added to the job's attempt log.
-  private func recordFailures(_ batch: [(LeasedJob, JobError, Double?)]) async throws(PostgresError) -> Set<Int64> {
+  private func recordFailures(
+    _ batch: [(LeasedJob, JobError, Double?)]
+  ) async throws(PostgresError) -> Set<Int64> {
     let result = try await client.prepared(
       """
       WITH input AS (
@@ -128,7 +137,8 @@ extension JobQueue {
       RETURNING j.id
       """,
       [
-        PostgresArray.literal(batch.map { Int($0.0.id) }), PostgresArray.literal(batch.map { $0.0.leaseToken }),
+        PostgresArray.literal(batch.map { Int($0.0.id) }),
+        PostgresArray.literal(batch.map { $0.0.leaseToken }),
         PostgresArray.literal(batch.map { $0.2 }), PostgresArray.literal(batch.map { $0.1.code.rawValue }),
         PostgresArray.literal(batch.map { String($0.1.message.prefix(2000)) }),
       ])
@@ -173,7 +183,8 @@ extension JobQueue {
   }
 
   /// Records one failed attempt (`retryAfter` nil: for good). False when the lease was lost.
-  public func fail(_ job: LeasedJob, error: JobError, retryAfter: Double?) async throws(PostgresError) -> Bool {
+  public func fail(_ job: LeasedJob, error: JobError, retryAfter: Double?) async throws(PostgresError) -> Bool
+  {
     try await record([(job, .failed(error, retryAfter: retryAfter))]).contains(job.id)
   }
 }

@@ -45,7 +45,9 @@ public struct JobQueue: Sendable {
   /// Each profile's spec is read fresh for every lease, but sent once per profile per batch: turning the
   /// jsonb into text for every row cost more than the rest of the statement (4 ms against 3.7 ms for 100
   /// jobs, measured with psql on this machine).
-  public func lease(workerID: String, limit: Int, leaseSeconds: Double) async throws(PostgresError) -> [LeasedJob] {
+  public func lease(
+    workerID: String, limit: Int, leaseSeconds: Double
+  ) async throws(PostgresError) -> [LeasedJob] {
     let result = try await client.prepared(
       """
       WITH picked AS MATERIALIZED (
@@ -110,7 +112,8 @@ public struct JobQueue: Sendable {
   }
 
   /// `thumbs.enqueue`: the job's id (an existing live job's id for the same source and profile).
-  public func enqueue(sourceURL: String, profile: String, priority: Int) async throws(PostgresError) -> Int64 {
+  public func enqueue(sourceURL: String, profile: String, priority: Int) async throws(PostgresError) -> Int64
+  {
     let result = try await client.prepared(
       "SELECT thumbs.enqueue($1, $2, $3::int)", [sourceURL, profile, String(priority)])
     return Int64(result.rows[0][0]!)!

@@ -42,14 +42,18 @@ public struct Migrator: Sendable {
     if let env = ProcessInfo.processInfo.environment["THUMBD_MIGRATIONS"] {
       candidates.append(URL(fileURLWithPath: env))
     }
-    candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("migrations"))
-    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    candidates.append(
+      URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("migrations"))
+    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+      .deletingLastPathComponent()
     for _ in 0..<6 {
       candidates.append(dir.appendingPathComponent("migrations"))
       dir = dir.deletingLastPathComponent()
     }
     candidates.append(URL(fileURLWithPath: "/usr/share/thumbd/migrations"))
-    return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("0001_init.sql").path) }
+    return candidates.first {
+      FileManager.default.fileExists(atPath: $0.appendingPathComponent("0001_init.sql").path)
+    }
   }
 
   /// Applies what is missing; returns the names of the files applied (empty when up to date).
@@ -62,13 +66,15 @@ public struct Migrator: Sendable {
         CREATE TABLE IF NOT EXISTS thumbs.schema_migrations (
           version text PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
         """)
-    let done = Set(try connection.query("SELECT version FROM thumbs.schema_migrations").rows.compactMap { $0[0] })
+    let done = Set(
+      try connection.query("SELECT version FROM thumbs.schema_migrations").rows.compactMap { $0[0] })
     var applied: [String] = []
     for migration in migrations where !done.contains(migration.version) {
       do {
         try connection.execute(script: "BEGIN;\n" + migration.sql)
         try connection.query(
-          "INSERT INTO thumbs.schema_migrations (version, name) VALUES ($1, $2)", [migration.version, migration.name])
+          "INSERT INTO thumbs.schema_migrations (version, name) VALUES ($1, $2)",
+          [migration.version, migration.name])
         try connection.execute(script: "COMMIT")
       } catch {
         try? connection.execute(script: "ROLLBACK")

@@ -7,21 +7,28 @@ public struct PostgresClient: Sendable {
   public let pool: BlockingPool
 
   public init(conninfo: String, pool: BlockingPool) async throws(PostgresError) {
-    self.connection = try await pool.run { () throws(PostgresError) in try PostgresConnection(conninfo: conninfo) }
+    self.connection = try await pool.run { () throws(PostgresError) in
+      try PostgresConnection(conninfo: conninfo)
+    }
     self.pool = pool
   }
 
   @discardableResult
-  public func query(_ sql: String, _ parameters: [String?] = [], prepared: Bool = false) async throws(PostgresError)
+  public func query(
+    _ sql: String, _ parameters: [String?] = [], prepared: Bool = false
+  ) async throws(PostgresError)
     -> QueryResult
   {
     let connection = self.connection
-    return try await pool.run { () throws(PostgresError) in try connection.query(sql, parameters, prepared: prepared) }
+    return try await pool.run { () throws(PostgresError) in
+      try connection.query(sql, parameters, prepared: prepared)
+    }
   }
 
   /// `query` with a statement prepared once per connection: for the hot statements of the queue.
   @discardableResult
-  public func prepared(_ sql: String, _ parameters: [String?] = []) async throws(PostgresError) -> QueryResult {
+  public func prepared(_ sql: String, _ parameters: [String?] = []) async throws(PostgresError) -> QueryResult
+  {
     try await query(sql, parameters, prepared: true)
   }
 

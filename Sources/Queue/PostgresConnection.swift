@@ -51,7 +51,9 @@ public final class PostgresConnection: @unchecked Sendable {
   /// hot statements use it. (Behind PgBouncer in transaction mode use version 1.21 or later, which tracks
   /// protocol-level prepared statements.)
   @discardableResult
-  public func query(_ sql: String, _ parameters: [String?] = [], prepared: Bool = false) throws(PostgresError)
+  public func query(
+    _ sql: String, _ parameters: [String?] = [], prepared: Bool = false
+  ) throws(PostgresError)
     -> QueryResult
   {
     try locked { () throws(PostgresError) -> QueryResult in
@@ -135,10 +137,12 @@ public final class PostgresConnection: @unchecked Sendable {
     case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
       break
     default:
-      let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+      let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(
+        in: .whitespacesAndNewlines)
       let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
       let broken = PQstatus(conn) != CONNECTION_OK
-      throw PostgresError(kind: broken || state == nil ? .connection : .query, sqlState: state, message: message)
+      throw PostgresError(
+        kind: broken || state == nil ? .connection : .query, sqlState: state, message: message)
     }
     let columnCount = Int(PQnfields(result))
     let rowCount = Int(PQntuples(result))
@@ -148,7 +152,8 @@ public final class PostgresConnection: @unchecked Sendable {
     for r in 0..<rowCount {
       rows.append(
         (0..<columnCount).map { c in
-          PQgetisnull(result, Int32(r), Int32(c)) == 1 ? nil : String(cString: PQgetvalue(result, Int32(r), Int32(c)))
+          PQgetisnull(result, Int32(r), Int32(c)) == 1
+            ? nil : String(cString: PQgetvalue(result, Int32(r), Int32(c)))
         })
     }
     let affected = Int(String(cString: PQcmdTuples(result))) ?? rowCount

@@ -9,7 +9,8 @@ public struct WorkerRecord: Sendable {
   public var leaseSeconds: Double
 
   public init(
-    id: String, host: String, pid: Int, version: String, concurrency: Int, memoryBudget: Int, leaseSeconds: Double
+    id: String, host: String, pid: Int, version: String, concurrency: Int, memoryBudget: Int,
+    leaseSeconds: Double
   ) {
     self.id = id
     self.host = host
@@ -39,7 +40,9 @@ public struct WorkerCounters: Sendable, Equatable {
 extension JobQueue {
   /// Registers the worker or refreshes its row. An upsert, so a worker whose row expired while it was
   /// frozen or cut off comes back once it can reach the database again.
-  public func announce(_ worker: WorkerRecord, counters: WorkerCounters, stopping: Bool) async throws(PostgresError) {
+  public func announce(
+    _ worker: WorkerRecord, counters: WorkerCounters, stopping: Bool
+  ) async throws(PostgresError) {
     try await client.query(
       """
       INSERT INTO thumbs.workers AS w
@@ -55,7 +58,8 @@ extension JobQueue {
       [
         worker.id, worker.host, String(worker.pid), worker.version, String(worker.concurrency),
         String(worker.memoryBudget), String(worker.leaseSeconds), stopping ? "stopping" : "running",
-        String(counters.succeeded), String(counters.failed), String(counters.retried), String(counters.leaseLost),
+        String(counters.succeeded), String(counters.failed), String(counters.retried),
+        String(counters.leaseLost),
       ])
   }
 
@@ -74,7 +78,9 @@ extension JobQueue {
   /// Deletes finished jobs older than `olderThanSeconds`, `batchSize` at a time, until fewer than a batch
   /// remain or `maxBatches` ran; returns how many were deleted.
   @discardableResult
-  public func prune(olderThanSeconds: Double, batchSize: Int = 1000, maxBatches: Int = 100) async throws(PostgresError)
+  public func prune(
+    olderThanSeconds: Double, batchSize: Int = 1000, maxBatches: Int = 100
+  ) async throws(PostgresError)
     -> Int
   {
     var total = 0

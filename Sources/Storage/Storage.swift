@@ -35,7 +35,9 @@ public enum StorageURL {
     }
     switch scheme {
     case "file":
-      guard url.path.hasPrefix("/") else { throw JobError(.storageFailed, "--storage needs an absolute file:/// path") }
+      guard url.path.hasPrefix("/") else {
+        throw JobError(.storageFailed, "--storage needs an absolute file:/// path")
+      }
       return LocalDirectoryStore(root: URL(fileURLWithPath: url.path))
     default:
       throw JobError(.storageFailed, "--storage scheme '\(scheme)' is not supported; use file:///dir")

@@ -33,12 +33,16 @@ public struct LeaseBook<Payload> {
 
   /// The (id, token) pairs to extend in the next heartbeat, in id order.
   public func leasesToExtend() -> [(id: Int64, token: String)] {
-    entries.filter { $0.value.status == .held }.map { (id: $0.key, token: $0.value.token) }.sorted { $0.id < $1.id }
+    entries.filter { $0.value.status == .held }.map { (id: $0.key, token: $0.value.token) }.sorted {
+      $0.id < $1.id
+    }
   }
 
   /// Applies a heartbeat's answer: every lease that was sent (`extended` ⊆ `sent`) but not extended is
   /// lost. Returns the payloads of the leases that were lost just now, so their work can be abandoned.
-  public mutating func heartbeatAnswered(sent: [Int64], extended: Set<Int64>) -> [(id: Int64, payload: Payload)] {
+  public mutating func heartbeatAnswered(
+    sent: [Int64], extended: Set<Int64>
+  ) -> [(id: Int64, payload: Payload)] {
     var lost: [(id: Int64, payload: Payload)] = []
     for id in sent where !extended.contains(id) {
       guard var entry = entries[id], entry.status == .held else { continue }

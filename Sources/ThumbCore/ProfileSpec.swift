@@ -66,6 +66,8 @@ public enum ProfileSpec {
 
   static func isValidName(_ name: String) -> Bool {
     !name.isEmpty && name.count <= 64
-      && name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" }
+      && name.unicodeScalars.allSatisfy {
+        ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-"
+      }
   }
 }

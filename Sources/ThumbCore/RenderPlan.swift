@@ -12,7 +12,8 @@ public enum RenderPlanner {
   /// The largest reduction a scaled decode may make, given the upright source size and the variants.
   /// Returns the denominator d: decode at 1/d.
   public static func decodeDenominator(source: PixelSize, variants: [VariantSpec]) -> Int {
-    let needed = variants.map { VariantLayout.make(source: source, box: $0.box, fit: $0.fit).scale }.max() ?? 1
+    let needed =
+      variants.map { VariantLayout.make(source: source, box: $0.box, fit: $0.fit).scale }.max() ?? 1
     for d in dctDenominators where Double(d) * reductionMargin * needed <= 1.0 {
       // The decoded size is rounded up by libjpeg, so it is never smaller than the exact 1/d.
       return d
@@ -51,7 +52,8 @@ public enum RenderPlanner {
         if min(c.sx, c.sy) < min(chosen.sx, chosen.sy) { chosen = c }
       }
       steps.append(
-        Step(variant: i, source: chosen.index, region: layout.region.scaled(x: chosen.sx, y: chosen.sy),
+        Step(
+          variant: i, source: chosen.index, region: layout.region.scaled(x: chosen.sx, y: chosen.sy),
           output: layout.output))
       // Only whole-picture results can feed later variants: a crop has lost part of the frame.
       if variants[i].fit == .inside {

@@ -76,12 +76,14 @@ public final class Worker: Sendable {
       self.counters.withLock { $0.outcomeBatches += 1 }
     }
     let record = WorkerRecord(
-      id: config.workerID, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()), version: ThumbdVersion.current,
+      id: config.workerID, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()),
+      version: ThumbdVersion.current,
       concurrency: config.concurrency, memoryBudget: config.memoryBudget, leaseSeconds: config.leaseSeconds)
     try await keeper.announce(record, counters: WorkerCounters(), stopping: false)
     shutdown.notify(producerWake)
     shutdown.notify(keeperWake)
-    let listener = NotificationListener(conninfo: config.databaseURL, channel: "thumbs_jobs") { [producerWake] in
+    let listener = NotificationListener(conninfo: config.databaseURL, channel: "thumbs_jobs") {
+      [producerWake] in
       producerWake.signal()
     }
     listener.start()
@@ -145,12 +147,14 @@ public final class Worker: Sendable {
         let wanted = min(free, config.effectiveLeaseBatch)
         let jobs: [LeasedJob]
         do {
-          jobs = try await leaser.lease(workerID: config.workerID, limit: wanted, leaseSeconds: config.leaseSeconds)
+          jobs = try await leaser.lease(
+            workerID: config.workerID, limit: wanted, leaseSeconds: config.leaseSeconds)
           failures = 0
           counters.withLock { $0.leaseStatements += 1 }
         } catch {
           failures += 1
-          logger.warning("lease failed, will retry", metadata: ["error": "\(error)", "failures": "\(failures)"])
+          logger.warning(
+            "lease failed, will retry", metadata: ["error": "\(error)", "failures": "\(failures)"])
           await shutdown.sleep(seconds: min(5, 0.25 * Double(failures)))
           continue
         }
@@ -167,14 +171,18 @@ public final class Worker: Sendable {
     await stopGracefully(completer)
   }
 
-  private func start(_ job: LeasedJob, handler: any JobHandler, completer: Completer, group: inout DiscardingTaskGroup) {
+  private func start(
+    _ job: LeasedJob, handler: any JobHandler, completer: Completer, group: inout DiscardingTaskGroup
+  ) {
     running.add(1, ordering: .acquiringAndReleasing)
     let result = OneShot<Result<[VariantRecord], JobError>?>()
     let work = Task {
       let outcome = await Result { () async throws(JobError) in try await handler.process(job) }
       result.resolve(outcome)
     }
-    book.withLock { $0.hold(id: job.id, token: job.leaseToken, payload: Execution(job: job, result: result, work: work)) }
+    book.withLock {
+      $0.hold(id: job.id, token: job.leaseToken, payload: Execution(job: job, result: result, work: work))
+    }
     group.addTask {
       let outcome = await result.value
       await self.finish(job, outcome, completer: completer)
@@ -184,7 +192,9 @@ public final class Worker: Sendable {
   }
 
   /// Writes the job's outcome, unless its lease is no longer ours.
-  private func finish(_ job: LeasedJob, _ outcome: Result<[VariantRecord], JobError>?, completer: Completer) async {
+  private func finish(
+    _ job: LeasedJob, _ outcome: Result<[VariantRecord], JobError>?, completer: Completer
+  ) async {
     let jobLogger = logger.with(["job.id": "\(job.id)", "job.attempt": "\(job.attempt)"])
     guard let outcome, book.withLock({ $0.status(of: job.id) }) == .held else {
       // Abandoned: the keeper logged the lost lease, or the stop path handed the job back.
@@ -220,7 +230,9 @@ public final class Worker: Sendable {
         ])
     case (false?, _) where endedAs == .held:
       counters.withLock { $0.leaseLost += 1 }
-      jobLogger.warning("lease_lost job_id=\(job.id): the outcome was refused (lease expired or job cancelled); results discarded")
+      jobLogger.warning(
+        "lease_lost job_id=\(job.id): the outcome was refused (lease expired or job cancelled); results discarded"
+      )
     case (nil, _):
       // The database stayed unreachable. The lease will expire and the job will run again: nothing is
       // lost, at worst the work is repeated.
@@ -237,11 +249,14 @@ public final class Worker: Sendable {
     if running.load(ordering: .acquiring) > 0 {
       logger.notice(
         "stopping: waiting for running jobs",
-        metadata: ["jobs.running": "\(running.load(ordering: .acquiring))", "grace_seconds": "\(config.shutdownGrace)"])
+        metadata: [
+          "jobs.running": "\(running.load(ordering: .acquiring))", "grace_seconds": "\(config.shutdownGrace)",
+        ])
     }
     while running.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
       let left = ContinuousClock.now.duration(to: deadline)
-      await producerWake.wait(timeout: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
+      await producerWake.wait(
+        timeout: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
     }
     let leftovers = book.withLock { $0.handBackAll() }
     if leftovers.isEmpty { return }
@@ -253,7 +268,8 @@ public final class Worker: Sendable {
     }
     counters.withLock { $0.handedBack += returned }
     logger.notice(
-      "handed back unfinished jobs", metadata: ["job.ids": "\(leftovers.map(\.id))", "jobs.returned": "\(returned)"])
+      "handed back unfinished jobs",
+      metadata: ["job.ids": "\(leftovers.map(\.id))", "jobs.returned": "\(returned)"])
     leftovers.forEach { $0.payload.abandon() }
   }
 
@@ -275,7 +291,9 @@ public final class Worker: Sendable {
       if let rescued = try? await keeper.rescueExpired(), !rescued.isEmpty {
         logger.notice("rescued jobs with expired leases", metadata: ["job.ids": "\(rescued)"])
       }
-      if let last = lastHousekeeping, last.duration(to: .now) < .seconds(config.housekeepingInterval) { continue }
+      if let last = lastHousekeeping, last.duration(to: .now) < .seconds(config.housekeepingInterval) {
+        continue
+      }
       lastHousekeeping = .now
       await housekeeping(keeper)
     }
@@ -295,7 +313,8 @@ public final class Worker: Sendable {
     for (id, execution) in lost {
       counters.withLock { $0.leaseLost += 1 }
       logger.warning(
-        "lease_lost job_id=\(id): heartbeat refused (job cancelled, or lease expired and taken); work abandoned")
+        "lease_lost job_id=\(id): heartbeat refused (job cancelled, or lease expired and taken); work abandoned"
+      )
       execution.abandon()
     }
   }

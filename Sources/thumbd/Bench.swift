@@ -34,7 +34,8 @@ private func prepareBenchDatabase(_ url: String) throws {
   let others = try connection.query("SELECT count(*) FROM thumbs.jobs WHERE state IN ('queued', 'running')")
   guard others.rows.first?[0] == "0" else {
     throw ValidationError(
-      "the database has \(others.rows.first?[0] ?? "?") live jobs that are not bench jobs: use a scratch database")
+      "the database has \(others.rows.first?[0] ?? "?") live jobs that are not bench jobs: use a scratch database"
+    )
   }
   try connection.query("DELETE FROM thumbs.workers")
   try connection.execute(script: "VACUUM ANALYZE thumbs.jobs")
@@ -98,9 +99,12 @@ struct BenchQueue: AsyncParsableCommand {
       "SELECT count(*) FROM thumbs.jobs WHERE source_url LIKE 'bench://noop/%' AND state = 'succeeded'")
     try connection.query("DELETE FROM thumbs.jobs WHERE source_url LIKE 'bench://%'")
     guard totals.succeeded == jobs, done.rows.first?[0] == String(jobs) else {
-      throw ValidationError("only \(totals.succeeded) of \(jobs) jobs succeeded (database says \(done.rows.first?[0] ?? "?"))")
+      throw ValidationError(
+        "only \(totals.succeeded) of \(jobs) jobs succeeded (database says \(done.rows.first?[0] ?? "?"))")
     }
-    print("thumbd \(ThumbdVersion.current): \(jobs) jobs, \(workers) worker(s), concurrency \(concurrency), batch \(batch)")
+    print(
+      "thumbd \(ThumbdVersion.current): \(jobs) jobs, \(workers) worker(s), concurrency \(concurrency), batch \(batch)"
+    )
     print(
       String(
         format: "lease_statements=%d outcome_batches=%d jobs_per_lease=%.1f jobs_per_outcome_batch=%.1f",
@@ -138,7 +142,8 @@ struct BenchLatency: AsyncParsableCommand {
   @Option(help: "jobs to measure") var jobs = 500
   @Option(help: "idle worker instances in this process") var workers = 1
   @Option(help: "jobs in flight per worker") var concurrency = 2
-  @Option(help: "polling fallback interval in seconds (the wake-up under test is LISTEN/NOTIFY)") var pollInterval = 1.0
+  @Option(help: "polling fallback interval in seconds (the wake-up under test is LISTEN/NOTIFY)")
+  var pollInterval = 1.0
 
   func run() async throws {
     Thumbd.bootstrapLogging()
@@ -156,7 +161,8 @@ struct BenchLatency: AsyncParsableCommand {
         var config = WorkerConfig(databaseURL: url, storageURL: "file:///nonexistent")
         config.concurrency = concurrency
         config.pollInterval = pollInterval
-        let worker = Worker(config: config, shutdown: shutdown, logger: quietLogger("thumbd.bench"), handler: recorder)
+        let worker = Worker(
+          config: config, shutdown: shutdown, logger: quietLogger("thumbd.bench"), handler: recorder)
         group.addTask {
           _ = try await worker.run()
           return []
@@ -172,7 +178,8 @@ struct BenchLatency: AsyncParsableCommand {
         let run = UInt32.random(in: 0...UInt32.max)
         for index in 0..<(warmUp + jobs) {
           let before = ContinuousClock.now
-          let id = try await enqueuer.enqueue(sourceURL: "bench://latency/\(run)/\(index)", profile: "default", priority: 0)
+          let id = try await enqueuer.enqueue(
+            sourceURL: "bench://latency/\(run)/\(index)", profile: "default", priority: 0)
           let enqueued = before.duration(to: .now)
           var startedAt = recorder.starts.withLock { $0[id] }
           while startedAt == nil {
@@ -200,8 +207,13 @@ struct BenchLatency: AsyncParsableCommand {
     func percentile(_ p: Double) -> Double {
       sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
     }
-    print("thumbd \(ThumbdVersion.current): \(sorted.count) jobs, \(workers) idle worker(s), LISTEN/NOTIFY wake-up")
-    print(String(format: "p90_ms=%.3f max_ms=%.3f mean_ms=%.3f", percentile(0.9), sorted.last!, sorted.reduce(0, +) / Double(sorted.count)))
+    print(
+      "thumbd \(ThumbdVersion.current): \(sorted.count) jobs, \(workers) idle worker(s), LISTEN/NOTIFY wake-up"
+    )
+    print(
+      String(
+        format: "p90_ms=%.3f max_ms=%.3f mean_ms=%.3f", percentile(0.9), sorted.last!,
+        sorted.reduce(0, +) / Double(sorted.count)))
     print(String(format: "p50_ms=%.3f p99_ms=%.3f", percentile(0.5), percentile(0.99)))
   }
 }

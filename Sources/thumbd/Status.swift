@@ -14,7 +14,8 @@ struct Status: ParsableCommand {
       SELECT state, jobs, coalesce(date_trunc('second', oldest_age)::text, '-') AS oldest
         FROM thumbs.queue_overview
       """)
-    print(TextTable.render(header: ["state", "jobs", "oldest"], rows: result.rows.map { $0.map { $0 ?? "" } }))
+    print(
+      TextTable.render(header: ["state", "jobs", "oldest"], rows: result.rows.map { $0.map { $0 ?? "" } }))
   }
 }
 

@@ -14,7 +14,8 @@ struct Thumbd: AsyncParsableCommand {
     ])
 
   static func bootstrapLogging() {
-    let level = ProcessInfo.processInfo.environment["THUMBD_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+    let level =
+      ProcessInfo.processInfo.environment["THUMBD_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
     LoggingSystem.bootstrap { label in
       var handler = StreamLogHandler.standardError(label: label)
       handler.logLevel = level
@@ -31,7 +32,8 @@ struct DatabaseOptions: ParsableArguments {
   func resolved() throws -> String {
     if let databaseURL { return databaseURL }
     if let env = ProcessInfo.processInfo.environment["DATABASE_URL"], !env.isEmpty { return env }
-    throw ValidationError("set DATABASE_URL (or --database-url) to a PostgreSQL URI such as postgresql://user@host/db")
+    throw ValidationError(
+      "set DATABASE_URL (or --database-url) to a PostgreSQL URI such as postgresql://user@host/db")
   }
 }
 

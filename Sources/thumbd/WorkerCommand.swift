@@ -17,18 +17,24 @@ struct WorkerCommand: AsyncParsableCommand {
   @Option(help: "memory budget, e.g. 256MiB (THUMBD_MEMORY_BUDGET)") var memoryBudget: String?
   @Option(help: "file:///abs/dir (THUMBD_STORAGE)") var storage: String?
   @Flag(help: "exit 0 once no job is due now and none is running here (THUMBD_DRAIN=1)") var drain = false
-  @Option(help: "lease length in seconds, renewed by heartbeats (THUMBD_LEASE_TTL; default 60)") var leaseTtl: Double?
+  @Option(help: "lease length in seconds, renewed by heartbeats (THUMBD_LEASE_TTL; default 60)") var leaseTtl:
+    Double?
   @Option(help: "total seconds per download (THUMBD_FETCH_TIMEOUT; default 30)") var fetchTimeout: Double?
   @Option(help: "largest original, e.g. 50MiB (THUMBD_MAX_DOWNLOAD_BYTES)") var maxDownloadBytes: String?
   @Option(help: "largest original in pixels (THUMBD_MAX_PIXELS; default 100000000)") var maxPixels: Int?
-  @Option(help: "hosts or CIDRs exempt from the private-network block (THUMBD_ALLOW_HOSTS)") var allowHosts: String?
+  @Option(help: "hosts or CIDRs exempt from the private-network block (THUMBD_ALLOW_HOSTS)") var allowHosts:
+    String?
   @Option(help: "seconds between looks for due jobs without a notification (THUMBD_POLL_INTERVAL; default 1)")
   var pollInterval: Double?
   @Option(help: "jobs claimed per lease statement (THUMBD_LEASE_BATCH; default: free slots, at most 100)")
   var leaseBatch: Int?
-  @Option(help: "seconds running jobs get to finish after SIGTERM before they are handed back (THUMBD_SHUTDOWN_GRACE; default 25)")
+  @Option(
+    help:
+      "seconds running jobs get to finish after SIGTERM before they are handed back (THUMBD_SHUTDOWN_GRACE; default 25)"
+  )
   var shutdownGrace: Double?
-  @Option(help: "delete finished jobs older than this, e.g. 7d, 12h, 0 = never (THUMBD_RETENTION; default 7d)")
+  @Option(
+    help: "delete finished jobs older than this, e.g. 7d, 12h, 0 = never (THUMBD_RETENTION; default 7d)")
   var retention: String?
 
   func run() async throws {
@@ -49,22 +55,30 @@ struct WorkerCommand: AsyncParsableCommand {
     }
     var config = WorkerConfig(databaseURL: try database.resolved(), storageURL: storageURL)
     if let value = setting(concurrency.map(String.init), "CONCURRENCY") {
-      guard let n = Int(value), (1...256).contains(n) else { throw ValidationError("--concurrency must be 1...256") }
+      guard let n = Int(value), (1...256).contains(n) else {
+        throw ValidationError("--concurrency must be 1...256")
+      }
       config.concurrency = n
     } else {
       config.concurrency = ProcessInfo.processInfo.activeProcessorCount
     }
     if let value = setting(memoryBudget, "MEMORY_BUDGET") {
-      guard let bytes = ByteSize.parse(value) else { throw ValidationError("--memory-budget: '\(value)' is not a size") }
+      guard let bytes = ByteSize.parse(value) else {
+        throw ValidationError("--memory-budget: '\(value)' is not a size")
+      }
       config.memoryBudget = bytes
     }
     config.drain = drain || ["1", "true", "yes"].contains(setting(nil, "DRAIN")?.lowercased() ?? "")
     if let value = setting(leaseTtl.map { String($0) }, "LEASE_TTL") {
-      guard let seconds = Double(value), seconds >= 1 else { throw ValidationError("--lease-ttl must be >= 1") }
+      guard let seconds = Double(value), seconds >= 1 else {
+        throw ValidationError("--lease-ttl must be >= 1")
+      }
       config.leaseSeconds = seconds
     }
     if let value = setting(fetchTimeout.map { String($0) }, "FETCH_TIMEOUT") {
-      guard let seconds = Double(value), seconds > 0 else { throw ValidationError("--fetch-timeout must be > 0") }
+      guard let seconds = Double(value), seconds > 0 else {
+        throw ValidationError("--fetch-timeout must be > 0")
+      }
       config.fetch.totalTimeout = seconds
       config.fetch.connectTimeout = min(config.fetch.connectTimeout, seconds)
     }
@@ -82,15 +96,21 @@ struct WorkerCommand: AsyncParsableCommand {
       config.addressGuard = try AddressGuard(allowList: value)
     }
     if let value = setting(pollInterval.map { String($0) }, "POLL_INTERVAL") {
-      guard let seconds = Double(value), seconds > 0 else { throw ValidationError("--poll-interval must be > 0") }
+      guard let seconds = Double(value), seconds > 0 else {
+        throw ValidationError("--poll-interval must be > 0")
+      }
       config.pollInterval = seconds
     }
     if let value = setting(leaseBatch.map(String.init), "LEASE_BATCH") {
-      guard let n = Int(value), (1...1000).contains(n) else { throw ValidationError("--lease-batch must be 1...1000") }
+      guard let n = Int(value), (1...1000).contains(n) else {
+        throw ValidationError("--lease-batch must be 1...1000")
+      }
       config.leaseBatch = n
     }
     if let value = setting(shutdownGrace.map { String($0) }, "SHUTDOWN_GRACE") {
-      guard let seconds = Double(value), seconds >= 0 else { throw ValidationError("--shutdown-grace must be >= 0") }
+      guard let seconds = Double(value), seconds >= 0 else {
+        throw ValidationError("--shutdown-grace must be >= 0")
+      }
       config.shutdownGrace = seconds
     }
     if let value = setting(retention, "RETENTION") {

@@ -57,7 +57,8 @@ func carriesMetadata(_ jpeg: [UInt8]) -> Bool {
   @Test func cropsTheRequestedRegion() {
     let source = syntheticImage(width: 400, height: 400)
     // The right half only: its red channel must start near the middle of the gradient.
-    let out = Resampler.resample(source, region: Region(x: 200, y: 0, width: 200, height: 400), to: PixelSize(width: 50, height: 100))
+    let out = Resampler.resample(
+      source, region: Region(x: 200, y: 0, width: 200, height: 400), to: PixelSize(width: 50, height: 100))
     #expect(abs(Int(out.pixels[0]) - 128) < 6)
     #expect(out.pixels[(50 - 1) * 3] > 245)
   }
@@ -71,10 +72,11 @@ func carriesMetadata(_ jpeg: [UInt8]) -> Bool {
     let (info, variants) = try thumbnailer.render(jpeg, variants: Profile.default.variants)
     #expect(info.size == PixelSize(width: 3000, height: 2000))
     #expect(variants.map(\.name) == ["large", "medium", "small", "square"])
-    #expect(variants.map(\.size) == [
-      PixelSize(width: 1600, height: 1067), PixelSize(width: 800, height: 533),
-      PixelSize(width: 320, height: 213), PixelSize(width: 256, height: 256),
-    ])
+    #expect(
+      variants.map(\.size) == [
+        PixelSize(width: 1600, height: 1067), PixelSize(width: 800, height: 533),
+        PixelSize(width: 320, height: 213), PixelSize(width: 256, height: 256),
+      ])
     for variant in variants {
       let decoded = try JPEG.decode(variant.data)
       #expect(decoded.size == variant.size)
@@ -123,7 +125,8 @@ func carriesMetadata(_ jpeg: [UInt8]) -> Bool {
   }
 }
 
-@Suite(.enabled(if: SharedCorpus.isAvailable, Comment(rawValue: SharedCorpus.skipReason))) struct CorpusTests {
+@Suite(.enabled(if: SharedCorpus.isAvailable, Comment(rawValue: SharedCorpus.skipReason))) struct CorpusTests
+{
   let thumbnailer = Thumbnailer()
 
   @Test(arguments: ["Landscape", "Portrait"])
@@ -162,7 +165,8 @@ func carriesMetadata(_ jpeg: [UInt8]) -> Bool {
   ])
   func brokenInputsEndClearly(path: String) throws {
     do {
-      let (_, variants) = try thumbnailer.render(try SharedCorpus.bytes(path), variants: Profile.default.variants)
+      let (_, variants) = try thumbnailer.render(
+        try SharedCorpus.bytes(path), variants: Profile.default.variants)
       // The two "invalid" JPEGs carry malformed XMP but valid image data (djpeg decodes them without
       // a warning): a correct thumbnail, stripped of the bad metadata, is the right answer for them.
       #expect(path.hasSuffix(".jpg"))

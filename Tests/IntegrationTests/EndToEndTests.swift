@@ -21,13 +21,20 @@ struct EndToEndTests {
         for n in 0...8 {
           let name = "\(kind)_\(n).jpg"
           try FileManager.default.createSymbolicLink(
-            at: root.appendingPathComponent(name), withDestinationURL: shared.appendingPathComponent("orientation/\(name)"))
-          names.append((name, kind == "Landscape" ? PixelSize(width: 1800, height: 1200) : PixelSize(width: 1200, height: 1800)))
+            at: root.appendingPathComponent(name),
+            withDestinationURL: shared.appendingPathComponent("orientation/\(name)"))
+          names.append(
+            (
+              name,
+              kind == "Landscape"
+                ? PixelSize(width: 1800, height: 1200) : PixelSize(width: 1200, height: 1800)
+            ))
         }
       }
       for name in ["DSCN0010.jpg", "DSCN0012.jpg"] {
         try FileManager.default.createSymbolicLink(
-          at: root.appendingPathComponent(name), withDestinationURL: shared.appendingPathComponent("exif/\(name)"))
+          at: root.appendingPathComponent(name),
+          withDestinationURL: shared.appendingPathComponent("exif/\(name)"))
         names.append((name, PixelSize(width: 640, height: 480)))
       }
     } else {
@@ -123,7 +130,8 @@ struct EndToEndTests {
     #expect(totals.failed == cases.count - 1)
     for (url, code, state) in cases {
       let row = try sql(
-        database, "SELECT state, error_code, last_error, attempts FROM thumbs.jobs WHERE source_url = $1", [url]
+        database, "SELECT state, error_code, last_error, attempts FROM thumbs.jobs WHERE source_url = $1",
+        [url]
       ).rows[0]
       #expect(row[0] == state, "\(url)")
       #expect(row[1] == code, "\(url): \(row[2] ?? "")")

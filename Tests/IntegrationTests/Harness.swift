@@ -13,7 +13,8 @@ enum TestDatabase {
   static let adminURL = ProcessInfo.processInfo.environment["THUMBD_TEST_DATABASE_URL"]
   static let skipReason = "THUMBD_TEST_DATABASE_URL is not set: run the suite with `make test`"
 
-  static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+  static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent()
     .deletingLastPathComponent()
 
   /// Creates an empty database, applies the migrations and returns its URL.
@@ -44,7 +45,8 @@ final class TestOrigin: @unchecked Sendable {
     let stdout = Pipe()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [
-      "python3", TestDatabase.repoRoot.appendingPathComponent("Tests/Support/origin.py").path, "--root", root.path,
+      "python3", TestDatabase.repoRoot.appendingPathComponent("Tests/Support/origin.py").path, "--root",
+      root.path,
     ]
     process.standardOutput = stdout
     try process.run()
@@ -80,7 +82,9 @@ func makeTemporaryDirectory() throws -> URL {
 }
 
 /// A worker that drains the queue of `databaseURL` into `storage`, allowed to fetch from loopback.
-func drainQueue(databaseURL: String, storage: URL, concurrency: Int = 2, configure: (inout WorkerConfig) -> Void = { _ in })
+func drainQueue(
+  databaseURL: String, storage: URL, concurrency: Int = 2, configure: (inout WorkerConfig) -> Void = { _ in }
+)
   async throws -> WorkerTotals
 {
   var config = WorkerConfig(databaseURL: databaseURL, storageURL: "file://\(storage.path)")
@@ -107,7 +111,8 @@ extension TestOrigin {
   func requestCount(_ path: String) async throws -> Int {
     let pool = BlockingPool(threads: 1, name: "origin-count")
     defer { pool.shutdown() }
-    let fetcher = Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"), pool: pool)
+    let fetcher = Fetcher(
+      limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"), pool: pool)
     let body = try await fetcher.fetch(url("/_count" + path)).bytes
     let json = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
     return json?["count"] as? Int ?? -1

@@ -38,11 +38,16 @@ struct QueueBehaviourTests {
     try sql(database, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/status/404")])
     let totals = try await drainQueue(databaseURL: database, storage: fixture.storage)
     #expect(totals.failed == 1 && totals.retried == 0)
-    #expect(try sql(database, "SELECT state, attempts, error_code FROM thumbs.jobs").rows[0] == ["failed", "1", "not_found"])
+    #expect(
+      try sql(database, "SELECT state, attempts, error_code FROM thumbs.jobs").rows[0] == [
+        "failed", "1", "not_found",
+      ])
     #expect(try await fixture.origin.requestCount("/status/404") == 1)
     let history = try sql(database, "SELECT attempt, outcome, error_code FROM thumbs.job_attempts").rows
     #expect(history == [["1", "failed", "not_found"]])
-    #expect(try sql(database, "SELECT count(*) FROM thumbs.failed_jobs WHERE error_code = 'not_found'").rows[0][0] == "1")
+    #expect(
+      try sql(database, "SELECT count(*) FROM thumbs.failed_jobs WHERE error_code = 'not_found'").rows[0][0]
+        == "1")
   }
 
   @Test func aTransientErrorRetriesAfterItsBackoffAndThenSucceeds() async throws {
@@ -51,7 +56,9 @@ struct QueueBehaviourTests {
     // Three 503s: the whole first attempt (3 tries) fails; the second attempt gets the photo.
     try sql(database, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/flaky/3/photo.jpg")])
     let policy = RetryPolicy(baseSeconds: 1.5, capSeconds: 60, jitter: 0)
-    let first = try await drainQueue(databaseURL: database, storage: fixture.storage) { $0.retryPolicy = policy }
+    let first = try await drainQueue(databaseURL: database, storage: fixture.storage) {
+      $0.retryPolicy = policy
+    }
     #expect(first.retried == 1 && first.succeeded == 0)
     let waiting = try sql(
       database, "SELECT state, attempts, error_code, extract(epoch FROM run_at - now()) FROM thumbs.jobs"
@@ -63,7 +70,9 @@ struct QueueBehaviourTests {
     // Not due yet: a drain leaves it alone.
     #expect(try await drainQueue(databaseURL: database, storage: fixture.storage).succeeded == 0)
     try await Task.sleep(for: .seconds(wait + 0.2))
-    let second = try await drainQueue(databaseURL: database, storage: fixture.storage) { $0.retryPolicy = policy }
+    let second = try await drainQueue(databaseURL: database, storage: fixture.storage) {
+      $0.retryPolicy = policy
+    }
     #expect(second.succeeded == 1)
     #expect(try sql(database, "SELECT state, attempts FROM thumbs.jobs").rows[0] == ["succeeded", "2"])
     #expect(try await fixture.origin.requestCount("/flaky/3/photo.jpg") == 4)
@@ -79,9 +88,14 @@ struct QueueBehaviourTests {
     let policy = RetryPolicy(baseSeconds: 0.2, capSeconds: 1, jitter: 0)
     _ = try await drainQueue(databaseURL: database, storage: fixture.storage) { $0.retryPolicy = policy }
     try await Task.sleep(for: .seconds(0.4))
-    let last = try await drainQueue(databaseURL: database, storage: fixture.storage) { $0.retryPolicy = policy }
+    let last = try await drainQueue(databaseURL: database, storage: fixture.storage) {
+      $0.retryPolicy = policy
+    }
     #expect(last.failed == 1)
-    #expect(try sql(database, "SELECT state, attempts, error_code FROM thumbs.jobs").rows[0] == ["failed", "2", "fetch_failed"])
+    #expect(
+      try sql(database, "SELECT state, attempts, error_code FROM thumbs.jobs").rows[0] == [
+        "failed", "2", "fetch_failed",
+      ])
     let outcomes = try sql(database, "SELECT outcome FROM thumbs.job_attempts").rows.map { $0[0] }
     #expect(outcomes == ["retry", "failed"])
   }
@@ -91,21 +105,32 @@ struct QueueBehaviourTests {
     let fixture = try QueueFixture()
     let slow = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: 20)]).rows[0][0]!
     // One slot, heartbeats every 0.5 s.
-    let worker = try BackgroundWorker(databaseURL: database, storage: fixture.storage) { $0.leaseSeconds = 1.5 }
-    #expect(try await eventually(timeout: 10) { try sql(database, "SELECT state FROM thumbs.jobs").rows[0][0] == "running" })
+    let worker = try BackgroundWorker(databaseURL: database, storage: fixture.storage) {
+      $0.leaseSeconds = 1.5
+    }
+    #expect(
+      try await eventually(timeout: 10) {
+        try sql(database, "SELECT state FROM thumbs.jobs").rows[0][0] == "running"
+      })
     #expect(try sql(database, "SELECT thumbs.cancel($1::bigint)", [slow]).rows[0][0] == "t")
     let cancelledAt = Date()
     // The only slot is freed by the next heartbeat, so a second job runs long before the slow one could end.
-    let next = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/files/photo.jpg")]).rows[0][0]!
+    let next = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/files/photo.jpg")]).rows[
+      0][0]!
     let ran = try await eventually(timeout: 10) {
-      try sql(database, "SELECT state FROM thumbs.jobs WHERE id = $1::bigint", [next]).rows[0][0] == "succeeded"
+      try sql(database, "SELECT state FROM thumbs.jobs WHERE id = $1::bigint", [next]).rows[0][0]
+        == "succeeded"
     }
     #expect(ran)
     #expect(Date().timeIntervalSince(cancelledAt) < 5)
     let totals = try await worker.stop()
     #expect(totals.leaseLost == 1 && totals.succeeded == 1)
-    #expect(try sql(database, "SELECT state FROM thumbs.jobs WHERE id = $1::bigint", [slow]).rows[0][0] == "cancelled")
-    #expect(try sql(database, "SELECT count(*) FROM thumbs.variants WHERE job_id = $1::bigint", [slow]).rows[0][0] == "0")
+    #expect(
+      try sql(database, "SELECT state FROM thumbs.jobs WHERE id = $1::bigint", [slow]).rows[0][0]
+        == "cancelled")
+    #expect(
+      try sql(database, "SELECT count(*) FROM thumbs.variants WHERE job_id = $1::bigint", [slow]).rows[0][0]
+        == "0")
   }
 
   @Test func notificationsWakeAnIdleWorkerAndPollingCoversLostOnes() async throws {
@@ -113,7 +138,9 @@ struct QueueBehaviourTests {
     let fixture = try QueueFixture()
     let url = fixture.origin.url("/files/photo.jpg")
     // A poll interval far longer than the test: a quick start can only come from LISTEN/NOTIFY.
-    let worker = try BackgroundWorker(databaseURL: database, storage: fixture.storage) { $0.pollInterval = 60 }
+    let worker = try BackgroundWorker(databaseURL: database, storage: fixture.storage) {
+      $0.pollInterval = 60
+    }
     #expect(try await eventually(timeout: 5) { try listenerBackends(database).count == 1 })
     try await Task.sleep(for: .milliseconds(300))
     let woken = try sql(database, "SELECT thumbs.enqueue($1::text || '?n=1')", [url]).rows[0][0]!
@@ -122,8 +149,13 @@ struct QueueBehaviourTests {
 
     // The listening connection is cut (a database restart, a proxy): the worker reconnects and listens again.
     let before = try listenerBackends(database)
-    try sql(database, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'thumbd-listen'")
-    #expect(try await eventually(timeout: 5) { let now = try listenerBackends(database); return now.count == 1 && now != before })
+    try sql(
+      database,
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'thumbd-listen'")
+    #expect(
+      try await eventually(timeout: 5) {
+        let now = try listenerBackends(database); return now.count == 1 && now != before
+      })
     try await Task.sleep(for: .milliseconds(300))
     let afterReconnect = try sql(database, "SELECT thumbs.enqueue($1::text || '?n=2')", [url]).rows[0][0]!
     #expect(try await eventually(timeout: 3) { try state(database, afterReconnect) == "succeeded" })
@@ -131,10 +163,14 @@ struct QueueBehaviourTests {
     _ = try await worker.stop()
 
     // Lost notifications: a job inserted without NOTIFY is found by the next poll.
-    let polling = try BackgroundWorker(databaseURL: database, storage: fixture.storage) { $0.pollInterval = 0.5 }
+    let polling = try BackgroundWorker(databaseURL: database, storage: fixture.storage) {
+      $0.pollInterval = 0.5
+    }
     try await Task.sleep(for: .milliseconds(500))
     let silent = try sql(
-      database, "INSERT INTO thumbs.jobs (source_url, profile) VALUES ($1::text || '?n=3', 'default') RETURNING id", [url]
+      database,
+      "INSERT INTO thumbs.jobs (source_url, profile) VALUES ($1::text || '?n=3', 'default') RETURNING id",
+      [url]
     ).rows[0][0]!
     #expect(try await eventually(timeout: 5) { try state(database, silent) == "succeeded" })
     #expect(try startDelay(database, silent) < 1.5)
@@ -152,19 +188,32 @@ struct QueueBehaviourTests {
     stale.leaseToken = "00000000-0000-0000-0000-000000000000"
     let record = VariantRecord(name: "small", width: 2, height: 1, format: "jpeg", bytes: 9, storageKey: "k")
     let written = try await queue.record([
-      (jobs[0], .succeeded([record])), (jobs[1], .succeeded([record, VariantRecord(name: "large", width: 4, height: 2, format: "jpeg", bytes: 20, storageKey: "k2")])),
-      (jobs[2], .failed(JobError(.timeout, "slow"), retryAfter: 30)), (jobs[3], .failed(JobError(.notFound, "gone"), retryAfter: nil)),
+      (jobs[0], .succeeded([record])),
+      (
+        jobs[1],
+        .succeeded([
+          record,
+          VariantRecord(name: "large", width: 4, height: 2, format: "jpeg", bytes: 20, storageKey: "k2"),
+        ])
+      ),
+      (jobs[2], .failed(JobError(.timeout, "slow"), retryAfter: 30)),
+      (jobs[3], .failed(JobError(.notFound, "gone"), retryAfter: nil)),
       (jobs[4], .handedBack), (stale, .succeeded([record])),
     ])
     #expect(written == Set(jobs[0...4].map(\.id)))
     let states = try sql(database, "SELECT state, attempts FROM thumbs.jobs ORDER BY id").rows
-    #expect(states == [["succeeded", "1"], ["succeeded", "1"], ["queued", "1"], ["failed", "1"], ["queued", "0"], ["running", "1"]])
+    #expect(
+      states == [
+        ["succeeded", "1"], ["succeeded", "1"], ["queued", "1"], ["failed", "1"], ["queued", "0"],
+        ["running", "1"],
+      ])
     #expect(try sql(database, "SELECT count(*) FROM thumbs.variants").rows[0][0] == "3")
     // Heartbeats: one statement for all; a cancelled job's lease is not extended.
     try sql(database, "SELECT thumbs.cancel($1::bigint)", [String(jobs[5].id)])
     let more = try await queue.lease(workerID: "w1", limit: 10, leaseSeconds: 30)
     #expect(more.map(\.id) == [jobs[4].id])  // the handed-back one (the retry is not due)
-    let extended = try await queue.heartbeat([(more[0].id, more[0].leaseToken), (jobs[5].id, jobs[5].leaseToken)], leaseSeconds: 60)
+    let extended = try await queue.heartbeat(
+      [(more[0].id, more[0].leaseToken), (jobs[5].id, jobs[5].leaseToken)], leaseSeconds: 60)
     #expect(extended == [more[0].id])
   }
 
@@ -172,9 +221,12 @@ struct QueueBehaviourTests {
     let database = try TestDatabase.create()
     let fixture = try QueueFixture()
     let worker = try BackgroundWorker(databaseURL: database, storage: fixture.storage) { $0.concurrency = 3 }
-    #expect(try await eventually(timeout: 5) {
-      try sql(database, "SELECT concurrency, state, stale FROM thumbs.worker_overview").rows == [["3", "running", "f"]]
-    })
+    #expect(
+      try await eventually(timeout: 5) {
+        try sql(database, "SELECT concurrency, state, stale FROM thumbs.worker_overview").rows == [
+          ["3", "running", "f"]
+        ]
+      })
     _ = try await worker.stop()
     #expect(try sql(database, "SELECT count(*) FROM thumbs.workers").rows[0][0] == "0")
     try sql(
@@ -184,7 +236,10 @@ struct QueueBehaviourTests {
       VALUES ('gone', 'h', 1, 'v', 1, 1, '60 s', now() - interval '10 minutes'),
              ('quiet', 'h', 2, 'v', 1, 1, '60 s', now() - interval '90 seconds')
       """)
-    #expect(try sql(database, "SELECT id FROM thumbs.worker_overview WHERE stale ORDER BY id").rows == [["gone"], ["quiet"]])
+    #expect(
+      try sql(database, "SELECT id FROM thumbs.worker_overview WHERE stale ORDER BY id").rows == [
+        ["gone"], ["quiet"],
+      ])
     #expect(try sql(database, "SELECT thumbs.expire_workers()").rows[0][0] == "1")
     #expect(try sql(database, "SELECT id FROM thumbs.workers").rows == [["quiet"]])
   }
@@ -198,8 +253,14 @@ struct QueueBehaviourTests {
       SELECT 'http://example.com/' || g, 'default', s, now() - ((g + 0.5) || ' days')::interval
         FROM generate_series(1, 10) g, unnest(ARRAY['succeeded', 'failed', 'cancelled']) s
       """)
-    try sql(database, "INSERT INTO thumbs.jobs (source_url, profile, created_at) VALUES ('http://example.com/old-but-queued', 'default', now() - interval '30 days')")
-    try sql(database, "INSERT INTO thumbs.variants SELECT id, 'small', 1, 1, 'jpeg', 1, 'k' FROM thumbs.jobs WHERE state = 'succeeded'")
+    try sql(
+      database,
+      "INSERT INTO thumbs.jobs (source_url, profile, created_at) VALUES ('http://example.com/old-but-queued', 'default', now() - interval '30 days')"
+    )
+    try sql(
+      database,
+      "INSERT INTO thumbs.variants SELECT id, 'small', 1, 1, 'jpeg', 1, 'k' FROM thumbs.jobs WHERE state = 'succeeded'"
+    )
     // Finished more than 7 days ago (7.5 to 10.5 days) in each of the three states: 12 jobs, 4 per call.
     #expect(try sql(database, "SELECT thumbs.prune('7 days', 4)").rows[0][0] == "4")
     let queue = JobQueue(client: try await PostgresClient(conninfo: database, pool: pool))
@@ -241,7 +302,8 @@ private func state(_ database: String, _ id: String) throws -> String? {
 /// Seconds from the job's creation to its lease.
 private func startDelay(_ database: String, _ id: String) throws -> Double {
   let value = try sql(
-    database, "SELECT extract(epoch FROM started_at - created_at) FROM thumbs.jobs WHERE id = $1::bigint", [id]
+    database, "SELECT extract(epoch FROM started_at - created_at) FROM thumbs.jobs WHERE id = $1::bigint",
+    [id]
   ).rows[0][0]
   return Double(value ?? "") ?? .infinity
 }

@@ -26,7 +26,8 @@ struct QueueTests {
     #expect(results.allSatisfy { $0.isEmpty })
     let count = try sql(database, "SELECT count(*) FROM thumbs.schema_migrations").rows[0][0]
     #expect(count == String(migrator.migrations.count))
-    let profile = try sql(database, "SELECT spec->'variants'->3->>'fit' FROM thumbs.profiles WHERE name = 'default'")
+    let profile = try sql(
+      database, "SELECT spec->'variants'->3->>'fit' FROM thumbs.profiles WHERE name = 'default'")
     #expect(profile.rows[0][0] == "cover")
   }
 
@@ -45,7 +46,10 @@ struct QueueTests {
     #expect(ids.count == 1)
     #expect(try sql(database, "SELECT count(*) FROM thumbs.jobs").rows[0][0] == "1")
     // Another profile is another job; a finished job does not block a new one.
-    try sql(database, "INSERT INTO thumbs.profiles VALUES ('tiny', '{\"variants\":[{\"name\":\"t\",\"width\":64,\"height\":64}]}')")
+    try sql(
+      database,
+      "INSERT INTO thumbs.profiles VALUES ('tiny', '{\"variants\":[{\"name\":\"t\",\"width\":64,\"height\":64}]}')"
+    )
     let other = try sql(database, "SELECT thumbs.enqueue('http://example.com/a.jpg', 'tiny')").rows[0][0]
     #expect(other != ids.first)
     try sql(database, "SELECT thumbs.cancel($1::bigint)", [ids.first!])
@@ -84,7 +88,11 @@ struct QueueTests {
     let id = try sql(database, "SELECT thumbs.enqueue('http://example.com/c.jpg')").rows[0][0]!
     let job = try #require(try await queue.lease(workerID: "w", limit: 1, leaseSeconds: 30).first)
     #expect(try sql(database, "SELECT thumbs.cancel($1::bigint)", [id]).rows[0][0] == "t")
-    #expect(try await queue.complete(job, variants: [VariantRecord(name: "a", width: 1, height: 1, format: "jpeg", bytes: 1, storageKey: "k")]) == false)
+    #expect(
+      try await queue.complete(
+        job,
+        variants: [VariantRecord(name: "a", width: 1, height: 1, format: "jpeg", bytes: 1, storageKey: "k")])
+        == false)
     #expect(try sql(database, "SELECT state FROM thumbs.jobs").rows[0][0] == "cancelled")
     #expect(try sql(database, "SELECT thumbs.cancel($1::bigint)", [id]).rows[0][0] == "f")
     #expect(try sql(database, "SELECT thumbs.retry($1::bigint)", [id]).rows[0][0] == "t")

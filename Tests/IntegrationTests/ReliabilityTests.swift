@@ -10,7 +10,8 @@ struct ReliabilityTests {
   /// Waits until the job is running, leased by a worker whose id contains `pid`.
   private func waitUntilRunning(_ database: String, job: String, pid: pid_t) async throws -> Bool {
     try await eventually(timeout: 15) {
-      let row = try sql(database, "SELECT state, leased_by FROM thumbs.jobs WHERE id = $1::bigint", [job]).rows[0]
+      let row = try sql(database, "SELECT state, leased_by FROM thumbs.jobs WHERE id = $1::bigint", [job])
+        .rows[0]
       return row[0] == "running" && (row[1] ?? "").contains(":\(pid):")
     }
   }
@@ -19,7 +20,8 @@ struct ReliabilityTests {
     let database = try TestDatabase.create()
     let fixture = try QueueFixture()
     let job = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: 4)]).rows[0][0]!
-    let doomed = try WorkerProcess(databaseURL: database, storage: fixture.storage, settings: ["THUMBD_LEASE_TTL": "2"])
+    let doomed = try WorkerProcess(
+      databaseURL: database, storage: fixture.storage, settings: ["THUMBD_LEASE_TTL": "2"])
     #expect(try await waitUntilRunning(database, job: job, pid: doomed.pid), "log:\n\(doomed.log)")
     doomed.send(SIGKILL)
     #expect(await doomed.waitForExit(timeout: 5) == 128 + SIGKILL)
@@ -45,14 +47,16 @@ struct ReliabilityTests {
     let database = try TestDatabase.create()
     let fixture = try QueueFixture()
     let job = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: 3)]).rows[0][0]!
-    let zombie = try WorkerProcess(databaseURL: database, storage: fixture.storage, settings: ["THUMBD_LEASE_TTL": "2"])
+    let zombie = try WorkerProcess(
+      databaseURL: database, storage: fixture.storage, settings: ["THUMBD_LEASE_TTL": "2"])
     #expect(try await waitUntilRunning(database, job: job, pid: zombie.pid), "log:\n\(zombie.log)")
     zombie.send(SIGSTOP)
     try await Task.sleep(for: .seconds(2.5))  // past the lease: no heartbeat can have extended it
 
     let healthy = try await drainQueue(databaseURL: database, storage: fixture.storage)
     #expect(healthy.succeeded == 1)
-    let finished = try sql(database, "SELECT state, attempts, leased_by, finished_at FROM thumbs.jobs").rows[0]
+    let finished = try sql(database, "SELECT state, attempts, leased_by, finished_at FROM thumbs.jobs").rows[
+      0]
     #expect(finished[0] == "succeeded" && finished[1] == "2")
     #expect(!(finished[2] ?? "").contains(":\(zombie.pid):"))
 

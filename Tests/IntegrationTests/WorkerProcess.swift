@@ -15,14 +15,16 @@ final class WorkerProcess: @unchecked Sendable {
     return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
   }()
 
-  static let skipReason = "the thumbd binary was not built next to the test bundle: run `swift build --build-tests`"
+  static let skipReason =
+    "the thumbd binary was not built next to the test bundle: run `swift build --build-tests`"
 
   /// Starts `thumbd worker` with THUMBD_* settings; stdout and stderr go to a log file.
   init(databaseURL: String, storage: URL, settings: [String: String] = [:]) throws {
     let binary = try #require(Self.binary)
     logURL = storage.deletingLastPathComponent().appendingPathComponent("worker-\(UUID().uuidString).log")
     var environment = [
-      "DATABASE_URL": databaseURL, "THUMBD_STORAGE": "file://\(storage.path)", "THUMBD_ALLOW_HOSTS": "127.0.0.1",
+      "DATABASE_URL": databaseURL, "THUMBD_STORAGE": "file://\(storage.path)",
+      "THUMBD_ALLOW_HOSTS": "127.0.0.1",
       "THUMBD_CONCURRENCY": "1", "THUMBD_LOG_LEVEL": "info", "PATH": "/usr/bin:/bin",
     ]
     for (key, value) in settings { environment[key] = value }

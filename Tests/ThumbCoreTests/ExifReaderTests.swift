@@ -36,12 +36,14 @@ import Testing
       let length = Int.random(in: 0..<300, using: &generator)
       var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
       if bytes.count > 12 {  // make most of them look like JPEG + APP1 Exif so the deep paths run
-        bytes.replaceSubrange(0..<12, with: [0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0xFF, 0x45, 0x78, 0x69, 0x66, 0, 0])
+        bytes.replaceSubrange(
+          0..<12, with: [0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0xFF, 0x45, 0x78, 0x69, 0x66, 0, 0])
       }
       _ = ExifReader.jpegOrientation(bytes)
     }
     // An IFD whose entry count points far past the end.
-    let lying: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0x18] + Array("Exif".utf8) + [0, 0]
+    let lying: [UInt8] =
+      [0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0x18] + Array("Exif".utf8) + [0, 0]
       + [0x49, 0x49, 42, 0, 8, 0, 0, 0, 0xFF, 0xFF, 0x12, 0x01]
     #expect(ExifReader.jpegOrientation(lying) == nil)
   }
@@ -52,7 +54,8 @@ import Testing
     // A 3x2 stored image: check where the stored top-left pixel shows up for each orientation.
     let expectations: [Orientation: (Int, Int)] = [
       .up: (0, 0), .mirrored: (2, 0), .rotated180: (2, 1), .mirroredVertically: (0, 1),
-      .transposed: (0, 0), .rotated90Clockwise: (1, 0), .transverse: (1, 2), .rotated90CounterClockwise: (0, 2),
+      .transposed: (0, 0), .rotated90Clockwise: (1, 0), .transverse: (1, 2),
+      .rotated90CounterClockwise: (0, 2),
     ]
     for (orientation, expected) in expectations {
       let upright = orientation.uprightSize(of: PixelSize(width: 3, height: 2))

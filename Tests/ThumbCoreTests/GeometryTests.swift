@@ -59,8 +59,11 @@ import Testing
   }
 
   @Test func smallProfileAllowsDeepShrink() {
-    let thumbOnly = [VariantSpec(name: "t", width: 100, height: 100, fit: .inside, format: .jpeg, quality: 80)]
-    #expect(RenderPlanner.decodeDenominator(source: PixelSize(width: 4000, height: 3000), variants: thumbOnly) == 8)
+    let thumbOnly = [
+      VariantSpec(name: "t", width: 100, height: 100, fit: .inside, format: .jpeg, quality: 80)
+    ]
+    #expect(
+      RenderPlanner.decodeDenominator(source: PixelSize(width: 4000, height: 3000), variants: thumbOnly) == 8)
   }
 
   @Test func cascadesLargestFirstFromAdequateResults() {

@@ -22,7 +22,8 @@ import Testing
     #expect(policy.decide(code: .notFound, attempt: 1, maxAttempts: 5, unit: 0) == .fail)
     #expect(policy.decide(code: .corruptImage, attempt: 1, maxAttempts: 5, unit: 0) == .fail)
     #expect(policy.decide(code: .fetchFailed, attempt: 5, maxAttempts: 5, unit: 0) == .fail)
-    #expect(policy.decide(code: .fetchFailed, attempt: 2, maxAttempts: 5, unit: 0) == .retry(afterSeconds: 20))
+    #expect(
+      policy.decide(code: .fetchFailed, attempt: 2, maxAttempts: 5, unit: 0) == .retry(afterSeconds: 20))
     #expect(policy.decide(code: .timeout, attempt: 1, maxAttempts: 5, unit: 0) == .retry(afterSeconds: 10))
   }
 
@@ -164,6 +165,8 @@ struct TimeSpanTests {
     #expect(TimeSpan.parseSeconds("7d") == 604_800)
     #expect(TimeSpan.parseSeconds("1.5s") == 1.5)
     #expect(TimeSpan.parseSeconds("0") == 0)
-    for bad in ["", "d", "-1d", "7x", "seven days", "inf"] { #expect(TimeSpan.parseSeconds(bad) == nil, "\(bad)") }
+    for bad in ["", "d", "-1d", "7x", "seven days", "inf"] {
+      #expect(TimeSpan.parseSeconds(bad) == nil, "\(bad)")
+    }
   }
 }
