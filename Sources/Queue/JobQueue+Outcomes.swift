@@ -19,6 +19,16 @@ public enum JobOutcome: Sendable {
 /// of these statements — a worker's heartbeat and its completions, or a zombie's write and the new
 /// holder's — always take their locks in the same order and never wait on each other in a cycle.
 extension JobQueue {
+  /// The CTEs every fenced write starts with: the rows named by `$1` (ids) whose lease is still `$2`
+  /// (tokens), locked in id order. Callers add `, next AS (...)` and refer to `locked`.
+  static let lockedLeases = """
+    input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
+          locked AS MATERIALIZED (
+            SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
+             WHERE j.lease_token = i.token AND j.state = 'running'
+             ORDER BY j.id FOR UPDATE OF j)
+    """
+
   /// Extends the leases; returns the ids whose lease was extended.
   public func heartbeat(
     _ leases: [(id: Int64, token: String)], leaseSeconds: Double
@@ -28,11 +38,7 @@ extension JobQueue {
     if leases.isEmpty { return [] }
     let result = try await client.prepared(
       """
-      WITH input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
-      locked AS MATERIALIZED (
-        SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
-         WHERE j.lease_token = i.token AND j.state = 'running'
-         ORDER BY j.id FOR UPDATE OF j)
+      WITH \(Self.lockedLeases)
       UPDATE thumbs.jobs j SET lease_expires_at = now() + make_interval(secs => $3::float8)
         FROM locked WHERE j.id = locked.id
       RETURNING j.id
@@ -74,11 +80,7 @@ extension JobQueue {
     let rows = batch.flatMap { job, variants in variants.map { (job.id, $0) } }
     let result = try await client.prepared(
       """
-      WITH input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
-      locked AS MATERIALIZED (
-        SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
-         WHERE j.lease_token = i.token AND j.state = 'running'
-         ORDER BY j.id FOR UPDATE OF j),
+      WITH \(Self.lockedLeases),
       done AS (
         UPDATE thumbs.jobs j
            SET state = 'succeeded', finished_at = now(), error_code = NULL, last_error = NULL,
@@ -150,11 +152,7 @@ extension JobQueue {
   private func handBack(_ jobs: [LeasedJob]) async throws(PostgresError) -> Set<Int64> {
     let result = try await client.prepared(
       """
-      WITH input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
-      locked AS MATERIALIZED (
-        SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
-         WHERE j.lease_token = i.token AND j.state = 'running'
-         ORDER BY j.id FOR UPDATE OF j),
+      WITH \(Self.lockedLeases),
       returned AS (
         UPDATE thumbs.jobs j
            SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now(), started_at = NULL,

@@ -16,13 +16,23 @@ struct ReliabilityTests {
     }
   }
 
-  @Test func aKilledWorkersJobIsFinishedByAnotherAfterItsLeaseExpires() async throws {
+  /// A fresh database, one job whose download takes `seconds`, and a worker process running it.
+  private func workerOnSlowJob(
+    seconds: Double, settings: [String: String]
+  ) async throws -> (
+    database: String, fixture: QueueFixture, job: String, worker: WorkerProcess
+  ) {
     let database = try TestDatabase.create()
     let fixture = try QueueFixture()
-    let job = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: 4)]).rows[0][0]!
-    let doomed = try WorkerProcess(
-      databaseURL: database, storage: fixture.storage, settings: ["THUMBD_LEASE_TTL": "2"])
-    #expect(try await waitUntilRunning(database, job: job, pid: doomed.pid), "log:\n\(doomed.log)")
+    let job = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: seconds)]).rows[0][0]!
+    let worker = try WorkerProcess(databaseURL: database, storage: fixture.storage, settings: settings)
+    #expect(try await waitUntilRunning(database, job: job, pid: worker.pid), "log:\n\(worker.log)")
+    return (database, fixture, job, worker)
+  }
+
+  @Test func aKilledWorkersJobIsFinishedByAnotherAfterItsLeaseExpires() async throws {
+    let (database, fixture, _, doomed) = try await workerOnSlowJob(
+      seconds: 4, settings: ["THUMBD_LEASE_TTL": "2"])
     doomed.send(SIGKILL)
     #expect(await doomed.waitForExit(timeout: 5) == 128 + SIGKILL)
 
@@ -44,12 +54,8 @@ struct ReliabilityTests {
   }
 
   @Test func aFrozenWorkersWritesAreRefusedAfterAnotherFinishedItsJob() async throws {
-    let database = try TestDatabase.create()
-    let fixture = try QueueFixture()
-    let job = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: 3)]).rows[0][0]!
-    let zombie = try WorkerProcess(
-      databaseURL: database, storage: fixture.storage, settings: ["THUMBD_LEASE_TTL": "2"])
-    #expect(try await waitUntilRunning(database, job: job, pid: zombie.pid), "log:\n\(zombie.log)")
+    let (database, fixture, job, zombie) = try await workerOnSlowJob(
+      seconds: 3, settings: ["THUMBD_LEASE_TTL": "2"])
     zombie.send(SIGSTOP)
     try await Task.sleep(for: .seconds(2.5))  // past the lease: no heartbeat can have extended it
 
@@ -70,15 +76,12 @@ struct ReliabilityTests {
     let after = try sql(database, "SELECT state, attempts, leased_by, finished_at FROM thumbs.jobs").rows[0]
     #expect(after == finished)
     #expect(try sql(database, "SELECT count(*) FROM thumbs.variants").rows[0][0] == "4")
+    withExtendedLifetime(fixture) {}  // the zombie's download needs the origin until here
   }
 
   @Test func sigtermHandsRunningJobsBackWithoutSpendingAnAttempt() async throws {
-    let database = try TestDatabase.create()
-    let fixture = try QueueFixture()
-    let job = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: 20)]).rows[0][0]!
-    let worker = try WorkerProcess(
-      databaseURL: database, storage: fixture.storage, settings: ["THUMBD_SHUTDOWN_GRACE": "0.5"])
-    #expect(try await waitUntilRunning(database, job: job, pid: worker.pid), "log:\n\(worker.log)")
+    let (database, fixture, _, worker) = try await workerOnSlowJob(
+      seconds: 20, settings: ["THUMBD_SHUTDOWN_GRACE": "0.5"])
     #expect(try sql(database, "SELECT count(*) FROM thumbs.workers").rows[0][0] == "1")
     let stopAsked = Date()
     worker.send(SIGTERM)
@@ -91,17 +94,15 @@ struct ReliabilityTests {
     let history = try sql(database, "SELECT outcome FROM thumbs.job_attempts").rows
     #expect(history == [["handed_back"]])
     #expect(try sql(database, "SELECT count(*) FROM thumbs.workers").rows[0][0] == "0")
+    withExtendedLifetime(fixture) {}  // the origin serves until here
   }
 
   @Test func sigtermLetsAJobThatFinishesWithinTheGracePeriodComplete() async throws {
-    let database = try TestDatabase.create()
-    let fixture = try QueueFixture()
-    let job = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: 2)]).rows[0][0]!
-    let worker = try WorkerProcess(
-      databaseURL: database, storage: fixture.storage, settings: ["THUMBD_SHUTDOWN_GRACE": "15"])
-    #expect(try await waitUntilRunning(database, job: job, pid: worker.pid), "log:\n\(worker.log)")
+    let (database, fixture, _, worker) = try await workerOnSlowJob(
+      seconds: 2, settings: ["THUMBD_SHUTDOWN_GRACE": "15"])
     worker.send(SIGTERM)
     #expect(await worker.waitForExit(timeout: 15) == 0, "log:\n\(worker.log)")
     #expect(try sql(database, "SELECT state, attempts FROM thumbs.jobs").rows[0] == ["succeeded", "1"])
+    withExtendedLifetime(fixture) {}  // the origin serves until here
   }
 }
