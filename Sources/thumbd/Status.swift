@@ -2,7 +2,8 @@ import ArgumentParser
 import Queue
 
 struct Status: ParsableCommand {
-  static let configuration = CommandConfiguration(abstract: "The queue overview as a table.")
+  static let configuration = CommandConfiguration(
+    abstract: "The queue overview as a table, then the registered workers.")
 
   @OptionGroup var database: DatabaseOptions
 
@@ -16,6 +17,23 @@ struct Status: ParsableCommand {
       """)
     print(
       TextTable.render(header: ["state", "jobs", "oldest"], rows: result.rows.map { $0.map { $0 ?? "" } }))
+    let workers = try connection.query(
+      """
+      SELECT id, state, concurrency::text, running::text, jobs_succeeded::text, jobs_failed::text,
+             leases_lost::text, date_trunc('second', heartbeat_age)::text, CASE WHEN stale THEN 'yes' ELSE '' END
+        FROM thumbs.worker_overview
+      """)
+    print("")
+    if workers.rows.isEmpty {
+      print("no workers registered")
+    } else {
+      print(
+        TextTable.render(
+          header: [
+            "worker", "state", "slots", "running", "succeeded", "failed", "lost", "heartbeat", "stale",
+          ],
+          rows: workers.rows.map { $0.map { $0 ?? "" } }))
+    }
   }
 }
 
