@@ -25,10 +25,14 @@ public struct LeaseBook<Payload> {
 
   public var heldCount: Int { entries.values.filter { $0.status == .held }.count }
 
-  /// Records a new lease. A job id is held at most once per process: the queue never leases a running job.
-  public mutating func hold(id: Int64, token: String, payload: Payload) {
-    precondition(entries[id] == nil, "job \(id) leased twice by one worker")
+  /// Records a new lease. If the book still has an older lease on the same job (this worker's lease
+  /// expired unnoticed, say during a database outage, and the job came back to it), that one is over:
+  /// it is returned so its work can be abandoned, and its task will find its token no longer current.
+  @discardableResult
+  public mutating func hold(id: Int64, token: String, payload: Payload) -> Payload? {
+    let previous = entries[id]
     entries[id] = Entry(token: token, payload: payload, status: .held)
+    return previous?.payload
   }
 
   /// The (id, token) pairs to extend in the next heartbeat, in id order.
@@ -38,14 +42,17 @@ public struct LeaseBook<Payload> {
     }
   }
 
-  /// Applies a heartbeat's answer: every lease that was sent (`extended` ⊆ `sent`) but not extended is
-  /// lost. Returns the payloads of the leases that were lost just now, so their work can be abandoned.
+  /// Applies a heartbeat's answer: every lease that was sent but not extended is lost (unless the job
+  /// has been leased again since, under another token). Returns the payloads of the leases that were
+  /// lost just now, so their work can be abandoned.
   public mutating func heartbeatAnswered(
-    sent: [Int64], extended: Set<Int64>
-  ) -> [(id: Int64, payload: Payload)] {
+    sent: [(id: Int64, token: String)], extended: Set<Int64>
+  ) -> [(
+    id: Int64, payload: Payload
+  )] {
     var lost: [(id: Int64, payload: Payload)] = []
-    for id in sent where !extended.contains(id) {
-      guard var entry = entries[id], entry.status == .held else { continue }
+    for (id, token) in sent where !extended.contains(id) {
+      guard var entry = entries[id], entry.token == token, entry.status == .held else { continue }
       entry.status = .lost
       entries[id] = entry
       lost.append((id, entry.payload))
@@ -63,12 +70,18 @@ public struct LeaseBook<Payload> {
     return returned.sorted { $0.id < $1.id }
   }
 
-  /// The lease's status, while it is in the book.
-  public func status(of id: Int64) -> Status? { entries[id]?.status }
+  /// The status of the lease `token` on job `id`; nil once it is out of the book or superseded.
+  public func status(of id: Int64, token: String) -> Status? {
+    guard let entry = entries[id], entry.token == token else { return nil }
+    return entry.status
+  }
 
-  /// Removes the lease once its job's task is over, returning the status it ended in.
+  /// Removes the lease once its job's task is over, returning the status it ended in. A superseded
+  /// lease (the job was leased again since) leaves the newer one alone and returns nil.
   @discardableResult
-  public mutating func release(id: Int64) -> Status? {
-    entries.removeValue(forKey: id)?.status
+  public mutating func release(id: Int64, token: String) -> Status? {
+    guard let entry = entries[id], entry.token == token else { return nil }
+    entries.removeValue(forKey: id)
+    return entry.status
   }
 }

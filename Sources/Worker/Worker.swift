@@ -180,9 +180,10 @@ public final class Worker: Sendable {
       let outcome = await Result { () async throws(JobError) in try await handler.process(job) }
       result.resolve(outcome)
     }
-    book.withLock {
+    let superseded = book.withLock {
       $0.hold(id: job.id, token: job.leaseToken, payload: Execution(job: job, result: result, work: work))
     }
+    superseded?.abandon()
     group.addTask {
       let outcome = await result.value
       await self.finish(job, outcome, completer: completer)
@@ -196,9 +197,9 @@ public final class Worker: Sendable {
     _ job: LeasedJob, _ outcome: Result<[VariantRecord], JobError>?, completer: Completer
   ) async {
     let jobLogger = logger.with(["job.id": "\(job.id)", "job.attempt": "\(job.attempt)"])
-    guard let outcome, book.withLock({ $0.status(of: job.id) }) == .held else {
+    guard let outcome, book.withLock({ $0.status(of: job.id, token: job.leaseToken) }) == .held else {
       // Abandoned: the keeper logged the lost lease, or the stop path handed the job back.
-      _ = book.withLock { $0.release(id: job.id) }
+      _ = book.withLock { $0.release(id: job.id, token: job.leaseToken) }
       return
     }
     let write: JobOutcome
@@ -215,7 +216,7 @@ public final class Worker: Sendable {
       }
     }
     let written = await completer.record(job, write)
-    let endedAs = book.withLock { $0.release(id: job.id) }
+    let endedAs = book.withLock { $0.release(id: job.id, token: job.leaseToken) }
     switch (written, write) {
     case (true?, .succeeded(let records)):
       counters.withLock { $0.succeeded += 1 }
@@ -309,7 +310,7 @@ public final class Worker: Sendable {
       logger.warning("heartbeat failed; leases run on until they expire", metadata: ["error": "\(error)"])
       return
     }
-    let lost = book.withLock { $0.heartbeatAnswered(sent: leases.map(\.id), extended: extended) }
+    let lost = book.withLock { $0.heartbeatAnswered(sent: leases, extended: extended) }
     for (id, execution) in lost {
       counters.withLock { $0.leaseLost += 1 }
       logger.warning(
