@@ -59,11 +59,17 @@ let package = Package(
       ],
       swiftSettings: strict),
 
-    .testTarget(name: "ThumbCoreTests", dependencies: ["ThumbCore"], swiftSettings: strict),
-    .testTarget(name: "ImagingTests", dependencies: ["Imaging", "ThumbCore"], swiftSettings: strict),
+    // What more than one test target needs: the ../shared corpus locator, image comparison.
+    .target(
+      name: "TestSupport", dependencies: ["Imaging"], path: "Tests/TestSupport", swiftSettings: strict),
+    .testTarget(name: "ThumbCoreTests", dependencies: ["ThumbCore", "TestSupport"], swiftSettings: strict),
+    .testTarget(
+      name: "ImagingTests", dependencies: ["Imaging", "ThumbCore", "TestSupport"], swiftSettings: strict),
     .testTarget(
       name: "IntegrationTests",
-      dependencies: ["Worker", "Queue", "Fetch", "Storage", "Imaging", "ThumbCore", "Blocking"],
+      dependencies: [
+        "Worker", "Queue", "Fetch", "Storage", "Imaging", "ThumbCore", "Blocking", "TestSupport",
+      ],
       swiftSettings: strict),
   ],
   swiftLanguageModes: [.v6]

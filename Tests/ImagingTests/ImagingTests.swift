@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 import ThumbCore
 
@@ -15,14 +16,6 @@ func syntheticImage(width: Int, height: Int) -> PixelBuffer {
     }
   }
   return image
-}
-
-/// Mean absolute difference per sample between two same-sized images.
-func meanDifference(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {
-  precondition(a.pixels.count == b.pixels.count)
-  var total = 0
-  for i in 0..<a.pixels.count { total += abs(Int(a.pixels[i]) - Int(b.pixels[i])) }
-  return Double(total) / Double(a.pixels.count)
 }
 
 /// Whether a JPEG carries any APPn segment other than JFIF (APP0), or a comment.

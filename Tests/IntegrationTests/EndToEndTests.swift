@@ -1,6 +1,7 @@
 import Foundation
 import Imaging
 import Queue
+import TestSupport
 import Testing
 import ThumbCore
 

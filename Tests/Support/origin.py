@@ -163,16 +163,29 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(os.path.getsize(path) if length is None else length))
 
-    def send_file(self, name):
+    def load_file(self, name):
+        """(path, bytes) of DIR/<name>; None after answering 404 when it is missing or outside DIR."""
         path = self.resolve(name)
         if path is None:
             self.send_text(404, "not found")
-            return
+            return None
         with open(path, "rb") as f:
-            data = f.read()
+            return path, f.read()
+
+    def start_file(self, path, length=None, headers=()):
+        """Status 200 and the file's headers (Content-Length may be a lie, for the lying route)."""
         self.send_response(200)
-        self.file_headers(path)
+        self.file_headers(path, length)
+        for key, value in headers:
+            self.send_header(key, value)
         self.end_headers()
+
+    def send_file(self, name):
+        loaded = self.load_file(name)
+        if loaded is None:
+            return
+        path, data = loaded
+        self.start_file(path)
         self.wfile.write(data)
 
     def read_request_body(self):
@@ -263,17 +276,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_file(name)
 
     def route_slow(self, rest, query):
-        path = self.resolve(rest)
-        if path is None:
-            self.send_text(404, "not found")
+        loaded = self.load_file(rest)
+        if loaded is None:
             return
+        path, data = loaded
         chunk = int(query.get("chunk", ["4096"])[0])
         delay = float(query.get("delay", ["0.5"])[0])
-        with open(path, "rb") as f:
-            data = f.read()
-        self.send_response(200)
-        self.file_headers(path)
-        self.end_headers()
+        self.start_file(path)
         self.wfile.flush()
         for i in range(0, len(data), max(1, chunk)):
             self.wfile.write(data[i : i + chunk])
@@ -298,16 +307,11 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def route_lying_length(self, rest):
-        path = self.resolve(rest)
-        if path is None:
-            self.send_text(404, "not found")
+        loaded = self.load_file(rest)
+        if loaded is None:
             return
-        with open(path, "rb") as f:
-            data = f.read()
-        self.send_response(200)
-        self.file_headers(path, length=len(data) * 2 + 1024)
-        self.send_header("Connection", "close")
-        self.end_headers()
+        path, data = loaded
+        self.start_file(path, length=len(data) * 2 + 1024, headers=[("Connection", "close")])
         self.wfile.write(data)
         self.close_connection = True  # the promised remainder never comes
 
@@ -326,15 +330,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_text(302, f"see {target}", headers=[("Location", target)])
 
     def route_reset(self, rest):
-        path = self.resolve(rest)
-        if path is None:
-            self.send_text(404, "not found")
+        loaded = self.load_file(rest)
+        if loaded is None:
             return
-        with open(path, "rb") as f:
-            data = f.read()
-        self.send_response(200)
-        self.file_headers(path)
-        self.end_headers()
+        path, data = loaded
+        self.start_file(path)
         self.wfile.write(data[: len(data) // 2])
         self.wfile.flush()
         # SO_LINGER with a zero timeout turns close() into a TCP RST instead of a clean FIN.

@@ -1,9 +1,9 @@
-import Foundation
+public import Foundation
 
 /// The photos in ../shared/corpus (beside the checkout, in CI and on developer machines; not in a user's
 /// clone). Tests that need them are skipped, with this reason, when it is absent.
-enum SharedCorpus {
-  static let root: URL? = {
+public enum SharedCorpus {
+  public static let root: URL? = {
     if let env = ProcessInfo.processInfo.environment["THUMBD_SHARED_CORPUS"] {
       return URL(fileURLWithPath: env)
     }
@@ -13,10 +13,10 @@ enum SharedCorpus {
     return FileManager.default.fileExists(atPath: corpus.path) ? corpus : nil
   }()
 
-  static var isAvailable: Bool { root != nil }
-  static let skipReason = "../shared/corpus is absent (set THUMBD_SHARED_CORPUS): corpus tests skipped"
+  public static var isAvailable: Bool { root != nil }
+  public static let skipReason = "../shared/corpus is absent (set THUMBD_SHARED_CORPUS): corpus tests skipped"
 
-  static func bytes(_ path: String) throws -> [UInt8] {
+  public static func bytes(_ path: String) throws -> [UInt8] {
     guard let root else { throw CocoaError(.fileNoSuchFile) }
     return [UInt8](try Data(contentsOf: root.appendingPathComponent(path)))
   }
