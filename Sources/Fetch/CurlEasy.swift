@@ -1,12 +1,23 @@
 import CCurlShim
 import CLibCurl
 import Foundation
+import Synchronization
 import ThumbCore
 
 /// libcurl's global state, set up once before the first handle (curl_global_init is not thread-safe,
 /// a Swift static initialiser runs exactly once).
 enum CurlGlobal {
   static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
+}
+
+/// Set when the job a download belongs to is abandoned (cancelled, lease lost, handed back). curl's
+/// callbacks check it, so the transfer stops within about a second instead of running to its timeout.
+final class TransferCancellation: Sendable {
+  private let flag = Atomic<Bool>(false)
+
+  var isCancelled: Bool { flag.load(ordering: .relaxed) }
+
+  func cancel() { flag.store(true, ordering: .relaxed) }
 }
 
 /// Per-transfer state that curl's C callbacks reach through their userdata pointer.
@@ -16,15 +27,17 @@ final class TransferState: @unchecked Sendable {
   let maxBytes: Int
   let addressGuard: AddressGuard
   let host: String?
+  let cancellation: TransferCancellation
   var body: [UInt8] = []
   var overLimit = false
   var blockedAddress: String?
   var retryAfter: String?
 
-  init(maxBytes: Int, addressGuard: AddressGuard, host: String?) {
+  init(maxBytes: Int, addressGuard: AddressGuard, host: String?, cancellation: TransferCancellation) {
     self.maxBytes = maxBytes
     self.addressGuard = addressGuard
     self.host = host
+    self.cancellation = cancellation
   }
 }
 
@@ -71,6 +84,7 @@ final class CurlEasy {
 let writeBody: thumbd_curl_data_callback = { data, size, count, userdata in
   let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
   let length = size * count
+  if state.cancellation.isCancelled { return 0 }  // curl aborts with CURLE_WRITE_ERROR
   // The cap is enforced while receiving, so a lying or missing Content-Length cannot blow memory.
   if state.body.count + length > state.maxBytes {
     state.overLimit = true
@@ -108,4 +122,10 @@ let checkConnectedAddress: thumbd_curl_prereq_callback = { userdata, primaryIP, 
     return thumbd_curl_prereq_abort()
   }
   return thumbd_curl_prereq_ok()
+}
+
+/// Called by curl about once a second even when no data flows: a cancelled transfer stops here.
+let checkCancellation: thumbd_curl_xferinfo_callback = { userdata, _, _, _, _ in
+  let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
+  return state.cancellation.isCancelled ? 1 : 0
 }

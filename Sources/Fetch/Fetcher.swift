@@ -42,13 +42,35 @@ public struct Fetcher: Sendable {
 
   /// Fetches `url`, retrying transient failures (connection errors, timeouts, 5xx, 429) with backoff.
   /// Permanent refusals (404, other 4xx, blocked address, over the byte cap) end at once.
+  ///
+  /// Cancelling the calling task stops the transfer in progress (curl's callbacks see it within about a
+  /// second) and any further tries.
   public func fetch(_ url: String) async throws(JobError) -> FetchedOriginal {
     try Self.checkScheme(url)
+    let cancellation = TransferCancellation()
+    // withTaskCancellationHandler does not carry typed throws: the Result does.
+    let result: Result<FetchedOriginal, JobError> = await withTaskCancellationHandler {
+      do throws(JobError) {
+        return .success(try await fetchWithRetries(url, cancellation: cancellation))
+      } catch {
+        return .failure(error)
+      }
+    } onCancel: {
+      cancellation.cancel()
+    }
+    return try result.get()
+  }
+
+  private func fetchWithRetries(
+    _ url: String, cancellation: TransferCancellation
+  ) async throws(JobError)
+    -> FetchedOriginal
+  {
     var lastError = JobError(.fetchFailed, "no attempt made")
     for attempt in 1...max(1, limits.tries) {
       let outcome = await pool.run { [limits, addressGuard] in
         Result { () throws(TransferFailure) -> FetchedOriginal in
-          try Self.transfer(url, limits: limits, addressGuard: addressGuard)
+          try Self.transfer(url, limits: limits, addressGuard: addressGuard, cancellation: cancellation)
         }
       }
       switch outcome {
@@ -56,7 +78,9 @@ public struct Fetcher: Sendable {
         return original
       case .failure(let failure):
         lastError = failure.error
-        guard failure.retryable, attempt < limits.tries else { throw failure.error }
+        guard failure.retryable, attempt < limits.tries, !cancellation.isCancelled else {
+          throw failure.error
+        }
         let backoff = limits.retryBaseSeconds * Double(1 << (attempt - 1)) * Double.random(in: 0.75...1.25)
         let wait = min(failure.retryAfterSeconds ?? backoff, 10)
         try? await Task.sleep(for: .seconds(wait))
@@ -80,14 +104,13 @@ public struct Fetcher: Sendable {
 
   /// One blocking transfer.
   static func transfer(
-    _ url: String, limits: FetchLimits, addressGuard: AddressGuard
-  ) throws(TransferFailure)
-    -> FetchedOriginal
-  {
+    _ url: String, limits: FetchLimits, addressGuard: AddressGuard, cancellation: TransferCancellation
+  ) throws(TransferFailure) -> FetchedOriginal {
     let curl: CurlEasy
     do { curl = try CurlEasy() } catch { throw TransferFailure(error: error, retryable: true) }
     let state = TransferState(
-      maxBytes: limits.maxBytes, addressGuard: addressGuard, host: URLComponents(string: url)?.host)
+      maxBytes: limits.maxBytes, addressGuard: addressGuard, host: URLComponents(string: url)?.host,
+      cancellation: cancellation)
     let userdata = Unmanaged.passUnretained(state).toOpaque()
     curl.set(CURLOPT_URL, url)
     curl.set(CURLOPT_PROTOCOLS_STR, "http,https")
@@ -111,11 +134,18 @@ public struct Fetcher: Sendable {
     _ = thumbd_curl_setopt_pointer(curl.handle, CURLOPT_HEADERDATA, userdata)
     _ = thumbd_curl_setopt_prereq_function(curl.handle, checkConnectedAddress)
     _ = thumbd_curl_setopt_pointer(curl.handle, CURLOPT_PREREQDATA, userdata)
+    curl.set(CURLOPT_NOPROGRESS, 0)  // turns the progress callback on, for cancellation
+    _ = thumbd_curl_setopt_xferinfo_function(curl.handle, checkCancellation)
+    _ = thumbd_curl_setopt_pointer(curl.handle, CURLOPT_XFERINFODATA, userdata)
 
     let code = withExtendedLifetime(state) { curl_easy_perform(curl.handle) }
     let status = curl.info(long: CURLINFO_RESPONSE_CODE)
     let shortURL = String(url.prefix(200))
 
+    if cancellation.isCancelled {
+      throw TransferFailure(
+        error: JobError(.internalError, "\(shortURL): download cancelled"), retryable: false)
+    }
     if let blocked = state.blockedAddress {
       throw TransferFailure(
         error: JobError(.blockedSource, "\(shortURL) connects to \(blocked), a private or reserved address"),

@@ -1,0 +1,30 @@
+import Blocking
+import Fetch
+import Foundation
+import Testing
+import ThumbCore
+
+/// An abandoned job's download must stop, not run on to its timeout on a pool thread.
+struct FetchCancellationTests {
+  @Test func cancellingTheTaskStopsTheDownloadAndItsRetries() async throws {
+    let fixture = try QueueFixture()
+    let pool = BlockingPool(threads: 2, name: "fetch-cancel-test")
+    defer { pool.shutdown() }
+    let fetcher = Fetcher(
+      limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"), pool: pool)
+    let url = fixture.slowURL(seconds: 20)
+    let started = Date()
+    let download = Task { try await fetcher.fetch(url) }
+    try await Task.sleep(for: .milliseconds(700))
+    download.cancel()
+    let result = await download.result
+    // Chunks arrive every 1.25 s and curl's progress callback runs about once a second.
+    #expect(Date().timeIntervalSince(started) < 4)
+    guard case .failure(let error as JobError) = result else {
+      Issue.record("a cancelled download must fail, got \(result)")
+      return
+    }
+    #expect(error.message.contains("cancelled"))
+    #expect(try await fixture.origin.requestCount("/slow/photo.jpg") == 1)
+  }
+}
