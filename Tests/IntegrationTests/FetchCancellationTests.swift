@@ -18,8 +18,9 @@ struct FetchCancellationTests {
     try await Task.sleep(for: .milliseconds(700))
     download.cancel()
     let result = await download.result
-    // Chunks arrive every 1.25 s and curl's progress callback runs about once a second.
-    #expect(Date().timeIntervalSince(started) < 4)
+    // Chunks arrive every 1.25 s and curl's progress callback runs about once a second, so it stops in
+    // about 2 s; anything well under the download's 20 s shows it was stopped.
+    #expect(Date().timeIntervalSince(started) < 10)
     guard case .failure(let error as JobError) = result else {
       Issue.record("a cancelled download must fail, got \(result)")
       return
