@@ -15,8 +15,6 @@ public final class NotificationListener: Sendable {
   private let onNotify: @Sendable () -> Void
   private let stopping = Atomic<Bool>(false)
   private let finished = DispatchSemaphore(value: 0)
-  /// Connections made so far (1 after the first LISTEN); tests use it to see a reconnect.
-  private let connections = Atomic<Int>(0)
   /// A pipe `stop()` writes to, so the poll ends at once rather than at its next timeout.
   private let stopPipe: (read: Int32, write: Int32) = {
     var fds: [Int32] = [-1, -1]
@@ -29,8 +27,6 @@ public final class NotificationListener: Sendable {
     self.channel = channel
     self.onNotify = onNotify
   }
-
-  public var connectionCount: Int { connections.load(ordering: .relaxed) }
 
   public func start() {
     let thread = Thread { [self] in
@@ -63,7 +59,6 @@ public final class NotificationListener: Sendable {
         continue
       }
       backoff = 0.1
-      connections.add(1, ordering: .relaxed)
       onNotify()  // anything enqueued while we were not listening
       listen(on: conn)
       PQfinish(conn)
@@ -71,14 +66,7 @@ public final class NotificationListener: Sendable {
   }
 
   private func connect() -> OpaquePointer? {
-    let keys = ["connect_timeout", "application_name", "keepalives_idle", "dbname"]
-    let values = ["10", "thumbd-listen", "30", conninfo]
-    let conn = withCStrings(keys) { k in withCStrings(values) { v in PQconnectdbParams(k, v, 1) } }
-    guard let conn else { return nil }
-    guard PQstatus(conn) == CONNECTION_OK else {
-      PQfinish(conn)
-      return nil
-    }
+    guard let conn = try? openConnection(conninfo, applicationName: "thumbd-listen") else { return nil }
     // The channel is ours (a constant), not user input; identifiers cannot be bound as parameters.
     let result = PQexec(conn, "LISTEN \(channel)")
     defer { PQclear(result) }

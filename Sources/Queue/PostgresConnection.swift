@@ -8,6 +8,9 @@ public struct QueryResult: Sendable {
   /// Rows touched by INSERT/UPDATE/DELETE (PQcmdTuples), or the number of rows returned.
   public var affectedRows: Int
 
+  /// The first column as job ids (the `RETURNING id` of the queue's writes).
+  public var ids: [Int64] { rows.compactMap { ($0.first ?? nil).flatMap { Int64($0) } } }
+
   public subscript(row: Int, column: String) -> String? {
     guard let index = columns.firstIndex(of: column) else { return nil }
     return rows[row][index]
@@ -103,20 +106,7 @@ public final class PostgresConnection: @unchecked Sendable {
   }
 
   private func connectLocked() throws(PostgresError) {
-    // Defaults first, then the caller's URL or conninfo, whose settings override ours (expand_dbname).
-    let keys = ["connect_timeout", "application_name", "keepalives_idle", "dbname"]
-    let values = ["10", "thumbd", "30", conninfo]
-    let conn = withCStrings(keys) { k in withCStrings(values) { v in PQconnectdbParams(k, v, 1) } }
-    guard let conn else { throw PostgresError(kind: .connection, message: "out of memory") }
-    guard PQstatus(conn) == CONNECTION_OK else {
-      let message = String(cString: PQerrorMessage(conn)).trimmingCharacters(in: .whitespacesAndNewlines)
-      PQfinish(conn)
-      throw PostgresError(kind: .connection, message: message)
-    }
-    // NOTICEs ("relation already exists, skipping") are for interactive sessions; libpq would print
-    // them on stderr, in the middle of our structured log.
-    PQsetNoticeProcessor(conn, { _, _ in }, nil)
-    connection = conn
+    connection = try openConnection(conninfo, applicationName: "thumbd")
   }
 
   private func liveConnection() throws(PostgresError) -> OpaquePointer {
@@ -159,6 +149,24 @@ public final class PostgresConnection: @unchecked Sendable {
     let affected = Int(String(cString: PQcmdTuples(result))) ?? rowCount
     return QueryResult(columns: columns, rows: rows, affectedRows: affected)
   }
+}
+
+/// Opens a libpq connection with our defaults (connect timeout, TCP keepalives, application name); the
+/// caller's URL or conninfo overrides them (expand_dbname). The caller owns the result and PQfinishes it.
+func openConnection(_ conninfo: String, applicationName: String) throws(PostgresError) -> OpaquePointer {
+  let keys = ["connect_timeout", "application_name", "keepalives_idle", "dbname"]
+  let values = ["10", applicationName, "30", conninfo]
+  let conn = withCStrings(keys) { k in withCStrings(values) { v in PQconnectdbParams(k, v, 1) } }
+  guard let conn else { throw PostgresError(kind: .connection, message: "out of memory") }
+  guard PQstatus(conn) == CONNECTION_OK else {
+    let message = String(cString: PQerrorMessage(conn)).trimmingCharacters(in: .whitespacesAndNewlines)
+    PQfinish(conn)
+    throw PostgresError(kind: .connection, message: message)
+  }
+  // NOTICEs ("relation already exists, skipping") are for interactive sessions; libpq would print
+  // them on stderr, in the middle of our structured log.
+  PQsetNoticeProcessor(conn, { _, _ in }, nil)
+  return conn
 }
 
 /// Hands C an array of NUL-terminated strings (NULL for nil) that lives for the duration of `body`.
