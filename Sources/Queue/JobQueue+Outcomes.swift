@@ -19,15 +19,28 @@ public enum JobOutcome: Sendable {
 /// of these statements — a worker's heartbeat and its completions, or a zombie's write and the new
 /// holder's — always take their locks in the same order and never wait on each other in a cycle.
 extension JobQueue {
-  /// The CTEs every fenced write starts with: the rows named by `$1` (ids) whose lease is still `$2`
-  /// (tokens), locked in id order. Callers add `, next AS (...)` and refer to `locked`.
-  static let lockedLeases = """
-    input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
+  /// The CTEs every fenced write starts with: `input` (the caller's rows, with at least `id` and
+  /// `token`) and `locked`, those of its jobs whose lease is still `token`, locked in id order. Callers
+  /// add `, next AS (...)` or a final statement that refers to `locked` (and `input` for more columns).
+  static func fenced(input: String) -> String {
+    """
+    input AS (\(input)),
           locked AS MATERIALIZED (
             SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
              WHERE j.lease_token = i.token AND j.state = 'running'
              ORDER BY j.id FOR UPDATE OF j)
     """
+  }
+
+  /// `fenced` for failures: each job's delay (NULL: for good), error code and message.
+  static let failureInput = fenced(
+    input: """
+      SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[], $5::text[])
+               AS t(id, token, retry_after, code, message)
+      """)
+
+  /// `fenced` for writes that need nothing but the ids (`$1`) and lease tokens (`$2`).
+  static let lockedLeases = fenced(input: "SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)")
 
   /// Extends the leases; returns the ids whose lease was extended.
   public func heartbeat(
@@ -47,7 +60,7 @@ extension JobQueue {
         PostgresArray.literal(leases.map { Int($0.id) }), PostgresArray.literal(leases.map(\.token)),
         String(leaseSeconds),
       ])
-    return Set(result.rows.compactMap { $0[0].flatMap { Int64($0) } })
+    return Set(result.ids)
   }
 
   /// Writes the outcomes of many jobs: at most three statements (successes with their variant rows,
@@ -107,7 +120,7 @@ extension JobQueue {
         PostgresArray.literal(rows.map(\.1.format)), PostgresArray.literal(rows.map(\.1.bytes)),
         PostgresArray.literal(rows.map(\.1.storageKey)),
       ])
-    return Set(result.rows.compactMap { $0[0].flatMap { Int64($0) } })
+    return Set(result.ids)
   }
 
   /// Failed attempts: back to `queued` after the job's own delay, or `failed` for good; either way the
@@ -117,13 +130,7 @@ extension JobQueue {
   ) async throws(PostgresError) -> Set<Int64> {
     let result = try await client.prepared(
       """
-      WITH input AS (
-        SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[], $5::text[])
-                 AS t(id, token, retry_after, code, message)),
-      locked AS MATERIALIZED (
-        SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
-         WHERE j.lease_token = i.token AND j.state = 'running'
-         ORDER BY j.id FOR UPDATE OF j)
+      WITH \(Self.failureInput)
       UPDATE thumbs.jobs j
          SET state = CASE WHEN i.retry_after IS NULL THEN 'failed' ELSE 'queued' END,
              run_at = CASE WHEN i.retry_after IS NULL THEN j.run_at
@@ -144,7 +151,7 @@ extension JobQueue {
         PostgresArray.literal(batch.map { $0.2 }), PostgresArray.literal(batch.map { $0.1.code.rawValue }),
         PostgresArray.literal(batch.map { String($0.1.message.prefix(2000)) }),
       ])
-    return Set(result.rows.compactMap { $0[0].flatMap { Int64($0) } })
+    return Set(result.ids)
   }
 
   /// Returns unfinished jobs to the queue without counting the attempt (a clean stop is not the job's
@@ -162,10 +169,10 @@ extension JobQueue {
                  'outcome', 'handed_back', 'error', 'the worker stopped before the job finished'))
           FROM locked WHERE j.id = locked.id
         RETURNING j.id)
-      SELECT id, (SELECT count(*) FROM (SELECT pg_notify('thumbs_jobs', '')) n) AS notified FROM returned
+      SELECT id, \(Self.notifyWorkers) FROM returned
       """,
       [PostgresArray.literal(jobs.map { Int($0.id) }), PostgresArray.literal(jobs.map(\.leaseToken))])
-    return Set(result.rows.compactMap { $0[0].flatMap { Int64($0) } })
+    return Set(result.ids)
   }
 
   // One-job forms, for tools and tests.

@@ -78,6 +78,10 @@ public struct JobQueue: Sendable {
     }
   }
 
+  /// A select-list item that sends one `thumbs_jobs` notification when the statement returns at least
+  /// one row (an uncorrelated subquery runs once, on the first row), to wake idle workers.
+  static let notifyWorkers = "(SELECT count(*) FROM (SELECT pg_notify('thumbs_jobs', '')) n) AS notified"
+
   /// Returns jobs whose lease expired (their worker died or froze) to the queue, or fails them when they
   /// have used all their attempts. Safe from every worker at once: SKIP LOCKED keeps two rescuers off
   /// the same row, and the state/expiry condition is re-checked under the row lock. Wakes idle workers
@@ -105,10 +109,10 @@ public struct JobQueue: Sendable {
           FROM expired
          WHERE j.id = expired.id AND j.state = 'running' AND j.lease_expires_at < now()
         RETURNING j.id, j.state)
-      SELECT id, (SELECT count(*) FROM (SELECT pg_notify('thumbs_jobs', '')) n) AS notified
+      SELECT id, \(Self.notifyWorkers)
         FROM rescued
       """)
-    return result.rows.compactMap { $0[0].flatMap { Int64($0) } }
+    return result.ids
   }
 
   /// `thumbs.enqueue`: the job's id (an existing live job's id for the same source and profile).
