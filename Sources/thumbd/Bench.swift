@@ -22,6 +22,11 @@ struct NoopHandler: JobHandler {
   func process(_ job: LeasedJob) async throws(JobError) -> [VariantRecord] { [] }
 }
 
+/// Deletes every bench job (before a run, and after it, so runs do not pile up).
+private func deleteBenchJobs(_ connection: PostgresConnection) throws {
+  try connection.query("DELETE FROM thumbs.jobs WHERE source_url LIKE 'bench://%'")
+}
+
 /// Migrates the scratch database and clears earlier bench jobs.
 private func prepareBenchDatabase(_ url: String) throws {
   guard let folder = Migrator.locateDirectory() else {
@@ -30,7 +35,7 @@ private func prepareBenchDatabase(_ url: String) throws {
   let connection = try PostgresConnection(conninfo: url)
   defer { connection.close() }
   _ = try Migrator(directory: folder).apply(on: connection)
-  try connection.query("DELETE FROM thumbs.jobs WHERE source_url LIKE 'bench://%'")
+  try deleteBenchJobs(connection)
   let others = try connection.query("SELECT count(*) FROM thumbs.jobs WHERE state IN ('queued', 'running')")
   guard others.rows.first?[0] == "0" else {
     throw ValidationError(
@@ -97,7 +102,7 @@ struct BenchQueue: AsyncParsableCommand {
     let seconds = elapsed.milliseconds / 1000
     let done = try connection.query(
       "SELECT count(*) FROM thumbs.jobs WHERE source_url LIKE 'bench://noop/%' AND state = 'succeeded'")
-    try connection.query("DELETE FROM thumbs.jobs WHERE source_url LIKE 'bench://%'")
+    try deleteBenchJobs(connection)
     guard totals.succeeded == jobs, done.rows.first?[0] == String(jobs) else {
       throw ValidationError(
         "only \(totals.succeeded) of \(jobs) jobs succeeded (database says \(done.rows.first?[0] ?? "?"))")
@@ -202,7 +207,7 @@ struct BenchLatency: AsyncParsableCommand {
       }
       return try await group.reduce(into: []) { $0 += $1 }
     }
-    try PostgresConnection(conninfo: url).query("DELETE FROM thumbs.jobs WHERE source_url LIKE 'bench://%'")
+    try deleteBenchJobs(PostgresConnection(conninfo: url))
     let sorted = latencies.sorted()
     func percentile(_ p: Double) -> Double {
       sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]

@@ -117,17 +117,12 @@ struct QueueBehaviourTests {
     // The only slot is freed by the next heartbeat, so a second job runs long before the slow one could end.
     let next = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/files/photo.jpg")]).rows[
       0][0]!
-    let ran = try await eventually(timeout: 10) {
-      try sql(database, "SELECT state FROM thumbs.jobs WHERE id = $1::bigint", [next]).rows[0][0]
-        == "succeeded"
-    }
+    let ran = try await eventually(timeout: 10) { try state(database, next) == "succeeded" }
     #expect(ran)
     #expect(Date().timeIntervalSince(cancelledAt) < 5)
     let totals = try await worker.stop()
     #expect(totals.leaseLost == 1 && totals.succeeded == 1)
-    #expect(
-      try sql(database, "SELECT state FROM thumbs.jobs WHERE id = $1::bigint", [slow]).rows[0][0]
-        == "cancelled")
+    #expect(try state(database, slow) == "cancelled")
     #expect(
       try sql(database, "SELECT count(*) FROM thumbs.variants WHERE job_id = $1::bigint", [slow]).rows[0][0]
         == "0")
