@@ -36,3 +36,18 @@ CURLcode thumbd_curl_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *out)
 CURLcode thumbd_curl_getinfo_string(CURL *handle, CURLINFO info, const char **out) {
   return curl_easy_getinfo(handle, info, out);
 }
+CURLMcode thumbd_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
+  return curl_multi_setopt(multi, option, value);
+}
+int thumbd_curl_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result) {
+  int left = 0;
+  CURLMsg *message;
+  while ((message = curl_multi_info_read(multi, &left)) != NULL) {
+    if (message->msg == CURLMSG_DONE) {
+      *easy = message->easy_handle;
+      *result = message->data.result;
+      return 1;
+    }
+  }
+  return 0;
+}

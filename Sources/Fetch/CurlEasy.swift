@@ -24,16 +24,25 @@ final class TransferCancellation: Sendable {
 ///
 /// @unchecked Sendable: it is touched only by the one thread running the transfer.
 final class TransferState: @unchecked Sendable {
+  let handle: UnsafeMutableRawPointer
   let maxBytes: Int
   let addressGuard: AddressGuard
   let host: String?
   let cancellation: TransferCancellation
   var body: [UInt8] = []
+  var reserved = false
   var overLimit = false
   var blockedAddress: String?
+  // Headers of the last response (a redirect's headers are forgotten when the next response starts).
   var retryAfter: String?
+  var etag: String?
+  var lastModified: String?
 
-  init(maxBytes: Int, addressGuard: AddressGuard, host: String?, cancellation: TransferCancellation) {
+  init(
+    handle: UnsafeMutableRawPointer, maxBytes: Int, addressGuard: AddressGuard, host: String?,
+    cancellation: TransferCancellation
+  ) {
+    self.handle = handle
     self.maxBytes = maxBytes
     self.addressGuard = addressGuard
     self.host = host
@@ -41,9 +50,11 @@ final class TransferState: @unchecked Sendable {
   }
 }
 
-/// One curl easy handle, cleaned up once in deinit. Used by one thread at a time (a transfer).
+/// One curl easy handle and the request headers it points to, freed once in deinit. Used by one thread
+/// at a time.
 final class CurlEasy {
   let handle: UnsafeMutableRawPointer
+  private var headers: UnsafeMutablePointer<curl_slist>?
 
   init() throws(JobError) {
     guard CurlGlobal.initialised, let handle = curl_easy_init() else {
@@ -52,7 +63,10 @@ final class CurlEasy {
     self.handle = handle
   }
 
-  deinit { curl_easy_cleanup(handle) }
+  deinit {
+    curl_easy_cleanup(handle)  // first: the handle points into the header list
+    curl_slist_free_all(headers)
+  }
 
   func set(_ option: CURLoption, _ value: Int) {
     _ = thumbd_curl_setopt_long(handle, option, value)
@@ -64,6 +78,12 @@ final class CurlEasy {
 
   func setOffset(_ option: CURLoption, _ value: Int) {
     _ = thumbd_curl_setopt_off_t(handle, option, curl_off_t(value))
+  }
+
+  /// Extra request headers. curl does not copy the list: this object keeps it until deinit.
+  func setHeaders(_ lines: [String]) {
+    for line in lines { headers = curl_slist_append(headers, line) }
+    _ = thumbd_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers)
   }
 
   func info(long info: CURLINFO) -> Int {
@@ -90,6 +110,14 @@ let writeBody: thumbd_curl_data_callback = { data, size, count, userdata in
     state.overLimit = true
     return 0  // curl aborts the transfer with CURLE_WRITE_ERROR
   }
+  if !state.reserved {
+    // One allocation of the announced size (within the cap) instead of doubling through it, which would
+    // briefly hold one and a half times the body.
+    state.reserved = true
+    var announced: curl_off_t = -1
+    _ = thumbd_curl_getinfo_off_t(state.handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced)
+    if announced > 0 { state.body.reserveCapacity(min(Int(announced), state.maxBytes)) }
+  }
   if let data {
     data.withMemoryRebound(to: UInt8.self, capacity: length) {
       state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
@@ -101,12 +129,18 @@ let writeBody: thumbd_curl_data_callback = { data, size, count, userdata in
 let readHeader: thumbd_curl_data_callback = { data, size, count, userdata in
   let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
   let length = size * count
-  if let data {
-    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-    if line.lowercased().hasPrefix("retry-after:") {
-      state.retryAfter = line.dropFirst("retry-after:".count).trimmingCharacters(in: .whitespacesAndNewlines)
-    } else if line.hasPrefix("HTTP/") {
-      state.retryAfter = nil  // a new response (after a redirect) starts here
+  guard let data else { return length }
+  let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+  if line.hasPrefix("HTTP/") {
+    // A new response (after a redirect or a 100 Continue) starts here.
+    (state.retryAfter, state.etag, state.lastModified) = (nil, nil, nil)
+  } else if let colon = line.firstIndex(of: ":") {
+    let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+    switch line[..<colon].lowercased() {
+    case "retry-after": state.retryAfter = value
+    case "etag": state.etag = value
+    case "last-modified": state.lastModified = value
+    default: break
     }
   }
   return length

@@ -42,33 +42,46 @@ public struct JobQueue: Sendable {
   /// Claims up to `limit` ready jobs: highest priority first, then oldest `run_at`. SKIP LOCKED lets many
   /// workers lease at once without waiting on each other's rows; `attempts` is counted here, at lease.
   ///
+  /// Siblings: with each batch come up to `siblings` more ready jobs naming a URL the batch already names
+  /// (the same photo under other profiles), so one worker downloads a popular original once for all of
+  /// them instead of several workers each downloading it. They are locked with SKIP LOCKED like the rest;
+  /// the worker may hold more jobs than its concurrency this way, and runs the extra ones as slots free.
+  ///
   /// Each profile's spec is read fresh for every lease, but sent once per profile per batch: turning the
   /// jsonb into text for every row cost more than the rest of the statement (4 ms against 3.7 ms for 100
   /// jobs, measured with psql on this machine).
   public func lease(
-    workerID: String, limit: Int, leaseSeconds: Double
+    workerID: String, limit: Int, leaseSeconds: Double, siblings: Int = 0
   ) async throws(PostgresError) -> [LeasedJob] {
     let result = try await client.prepared(
       """
       WITH picked AS MATERIALIZED (
-        SELECT id FROM thumbs.jobs
+        SELECT id, source_url FROM thumbs.jobs
          WHERE state = 'queued' AND run_at <= now()
          ORDER BY priority DESC, run_at, id
          LIMIT $2
          FOR UPDATE SKIP LOCKED),
+      siblings AS MATERIALIZED (
+        SELECT s.id FROM thumbs.jobs s
+         WHERE s.source_url IN (SELECT source_url FROM picked) AND s.state = 'queued' AND s.run_at <= now()
+           AND s.id NOT IN (SELECT id FROM picked)
+         ORDER BY s.id
+         LIMIT $4
+         FOR UPDATE SKIP LOCKED),
+      chosen AS (SELECT id FROM picked UNION ALL SELECT id FROM siblings),
       leased AS (
         UPDATE thumbs.jobs j
            SET state = 'running', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
                lease_expires_at = now() + make_interval(secs => $3::float8), leased_by = $1, started_at = now()
-          FROM picked
-         WHERE j.id = picked.id
+          FROM chosen
+         WHERE j.id = chosen.id
         RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token)
       SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token,
              CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1
                   THEN (SELECT p.spec::text FROM thumbs.profiles p WHERE p.name = l.profile) END AS spec
         FROM leased l
        ORDER BY l.id
-      """, [workerID, String(limit), String(leaseSeconds)])
+      """, [workerID, String(limit), String(leaseSeconds), String(siblings)])
     var specs: [String: String] = [:]
     for row in result.rows { if let spec = row[6] { specs[row[2]!] = spec } }
     return result.rows.map { row in

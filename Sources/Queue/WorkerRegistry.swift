@@ -83,11 +83,19 @@ extension JobQueue {
   ) async throws(PostgresError)
     -> Int
   {
+    try await deleteInBatches(
+      "SELECT thumbs.prune(make_interval(secs => $1::float8), $2::int)", olderThanSeconds: olderThanSeconds,
+      batchSize: batchSize, maxBatches: maxBatches)
+  }
+
+  /// Runs a pruning function (`$1` the age in seconds, `$2` the batch size, answering how many rows it
+  /// deleted) until it deletes less than a batch or `maxBatches` ran: short transactions, few locks.
+  func deleteInBatches(
+    _ statement: String, olderThanSeconds: Double, batchSize: Int, maxBatches: Int
+  ) async throws(PostgresError) -> Int {
     var total = 0
     for _ in 0..<maxBatches {
-      let result = try await client.query(
-        "SELECT thumbs.prune(make_interval(secs => $1::float8), $2::int)",
-        [String(olderThanSeconds), String(batchSize)])
+      let result = try await client.query(statement, [String(olderThanSeconds), String(batchSize)])
       let deleted = Int(result.rows.first?[0] ?? "0") ?? 0
       total += deleted
       if deleted < batchSize { break }

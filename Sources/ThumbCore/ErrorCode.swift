@@ -34,10 +34,14 @@ public enum ErrorCode: String, Sendable, CaseIterable, Codable {
 public struct JobError: Error, Sendable, Equatable, CustomStringConvertible {
   public var code: ErrorCode
   public var message: String
+  /// The source asked not to be asked again for this many seconds (Retry-After longer than the fetch
+  /// stage waits inside an attempt): the queue's retry comes no sooner.
+  public var retryNotBeforeSeconds: Double?
 
-  public init(_ code: ErrorCode, _ message: String) {
+  public init(_ code: ErrorCode, _ message: String, retryNotBeforeSeconds: Double? = nil) {
     self.code = code
     self.message = message
+    self.retryNotBeforeSeconds = retryNotBeforeSeconds
   }
 
   public var description: String { "\(code.rawValue): \(message)" }

@@ -9,13 +9,15 @@ public import ThumbCore
 /// Turns one leased job into stored variants: fetch, decode and render, store. All blocking work runs on
 /// the pool. Throws a classified JobError; never touches the database (the Worker writes the outcome).
 public struct JobProcessor: Sendable {
-  public let fetcher: Fetcher
+  public let originals: OriginalSource
   public let thumbnailer: Thumbnailer
   public let store: any ThumbnailStore
   public let pool: BlockingPool
 
-  public init(fetcher: Fetcher, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool) {
-    self.fetcher = fetcher
+  public init(
+    originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool
+  ) {
+    self.originals = originals
     self.thumbnailer = thumbnailer
     self.store = store
     self.pool = pool
@@ -28,7 +30,7 @@ public struct JobProcessor: Sendable {
     } catch {
       throw JobError(.invalidProfile, error.description)
     }
-    let original = try await fetcher.fetch(job.sourceURL)
+    let (original, _) = try await originals.original(for: job.sourceURL)
     let (thumbnailer, store) = (self.thumbnailer, self.store)
     return try await pool.run { () throws(JobError) -> [VariantRecord] in
       let (_, rendered) = try thumbnailer.render(original.bytes, variants: profile.variants)
@@ -40,5 +42,18 @@ public struct JobProcessor: Sendable {
           format: variant.format.rawValue, bytes: variant.data.count, storageKey: key)
       }
     }
+  }
+}
+
+extension OriginalRecord {
+  /// The row for `original`, downloaded from `url`: hashes the bytes and reads the header. Blocks for a
+  /// few milliseconds per megabyte: call it on the pool.
+  init(url: String, _ original: FetchedOriginal) {
+    let format = ImageFormat.sniff(original.bytes)
+    self.init(
+      url: url, bytes: original.bytes.count, sha256: StorageKey.sha256Hex(original.bytes),
+      contentType: original.contentType, etag: original.validators.etag,
+      lastModified: original.validators.lastModified, format: format?.rawValue,
+      size: format.flatMap { ImageProbe.pixelSize(original.bytes, format: $0) })
   }
 }

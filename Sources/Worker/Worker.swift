@@ -37,6 +37,7 @@ public final class Worker: Sendable {
   private let producerWake = WakeSignal()
   private let keeperWake = WakeSignal()
   private let producerDone = Atomic<Bool>(false)
+  private let slots: SlotGate
 
   /// One job's work, run in an unstructured task so that abandoning it (lease lost, hand-back) frees its
   /// slot at once even while a blocking call it made is still running on a pool thread.
@@ -60,6 +61,7 @@ public final class Worker: Sendable {
     self.shutdown = shutdown
     self.logger = logger
     self.handler = handler
+    self.slots = SlotGate(slots: config.concurrency)
   }
 
   /// Runs until a stop is requested (then finishes or hands back its jobs), or in drain mode until no job
@@ -67,9 +69,10 @@ public final class Worker: Sendable {
   public func run() async throws -> WorkerCounters {
     let pool = BlockingPool(threads: config.concurrency * 2 + 3, name: "thumbd-blocking")
     defer { pool.shutdown() }
-    let handler = try self.handler ?? makeProcessor(pool: pool)
     let leaser = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
     let writer = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
+    let originals = makeOriginalSource(recordingWith: writer, pool: pool)
+    let handler = try self.handler ?? makeProcessor(originals: originals, pool: pool)
     let keeper = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
     defer { [leaser, writer, keeper].forEach { $0.client.close() } }
     let completer = Completer(queue: writer, logger: logger) { [self] in
@@ -105,21 +108,38 @@ public final class Worker: Sendable {
     }
     try? await keeper.withdraw(workerID: config.workerID)
     let result = counters.withLock { $0 }
+    let fetches = originals.counters
     logger.info(
       "worker stopped",
       metadata: [
         "jobs.succeeded": "\(result.succeeded)", "jobs.failed": "\(result.failed)",
         "jobs.retried": "\(result.retried)", "jobs.lease_lost": "\(result.leaseLost)",
-        "jobs.handed_back": "\(result.handedBack)",
+        "jobs.handed_back": "\(result.handedBack)", "originals.downloads": "\(fetches.downloads)",
+        "originals.shared_downloads": "\(fetches.sharedDownloads)", "originals.cache_hits": "\(fetches.cacheHits)",
+        "originals.revalidations": "\(fetches.revalidations)",
       ])
     return result
   }
 
-  private func makeProcessor(pool: BlockingPool) throws -> JobProcessor {
+  private func makeProcessor(originals: OriginalSource, pool: BlockingPool) throws -> JobProcessor {
     JobProcessor(
-      fetcher: Fetcher(limits: config.fetch, addressGuard: config.addressGuard, pool: pool),
-      thumbnailer: Thumbnailer(maxPixels: config.maxPixels), store: try StorageURL.open(config.storageURL),
-      pool: pool)
+      originals: originals, thumbnailer: Thumbnailer(maxPixels: config.maxPixels),
+      store: try StorageURL.open(config.storageURL), pool: pool)
+  }
+
+  /// Downloads each URL once for all the jobs here that name it, and writes its `thumbs.originals` row
+  /// after every download or revalidation (hashing on the pool; a failed write is logged, not fatal).
+  private func makeOriginalSource(recordingWith writer: JobQueue, pool: BlockingPool) -> OriginalSource {
+    let fetcher = Fetcher(limits: config.fetch, addressGuard: config.addressGuard)
+    return OriginalSource(fetcher: fetcher, settings: config.originals) {
+      [logger, workerID = config.workerID] url, original, delivery in
+      let record = await pool.run { OriginalRecord(url: url, original) }
+      do {
+        try await writer.recordOriginal(record, revalidated: delivery == .revalidated, workerID: workerID)
+      } catch {
+        logger.warning("could not record the original", metadata: ["url": "\(url.prefix(200))", "error": "\(error)"])
+      }
+    }
   }
 
   // MARK: Producer
@@ -148,7 +168,8 @@ public final class Worker: Sendable {
         let jobs: [LeasedJob]
         do {
           jobs = try await leaser.lease(
-            workerID: config.workerID, limit: wanted, leaseSeconds: config.leaseSeconds)
+            workerID: config.workerID, limit: wanted, leaseSeconds: config.leaseSeconds,
+            siblings: config.leaseSiblings)
           failures = 0
           counters.withLock { $0.leaseStatements += 1 }
         } catch {
@@ -176,7 +197,9 @@ public final class Worker: Sendable {
   ) {
     running.add(1, ordering: .acquiringAndReleasing)
     let result = OneShot<Result<[VariantRecord], JobError>?>()
-    let work = Task {
+    let work = Task { [slots] in
+      guard await slots.acquire() else { return }  // abandoned while waiting: already resolved
+      defer { slots.release() }
       let outcome = await Result { () async throws(JobError) in try await handler.process(job) }
       result.resolve(outcome)
     }
@@ -210,7 +233,7 @@ public final class Worker: Sendable {
       let decision = config.retryPolicy.decide(
         code: error.code, attempt: job.attempt, maxAttempts: job.maxAttempts, unit: Double.random(in: 0..<1))
       if case .retry(let seconds) = decision {
-        write = .failed(error, retryAfter: seconds)
+        write = .failed(error, retryAfter: max(seconds, error.retryNotBeforeSeconds ?? 0))
       } else {
         write = .failed(error, retryAfter: nil)
       }
@@ -328,6 +351,8 @@ public final class Worker: Sendable {
     do {
       let deleted = try await keeper.prune(olderThanSeconds: config.retentionSeconds)
       if deleted > 0 { logger.info("pruned finished jobs", metadata: ["jobs": "\(deleted)"]) }
+      let forgotten = try await keeper.pruneOriginals(olderThanSeconds: config.retentionSeconds)
+      if forgotten > 0 { logger.info("pruned originals rows", metadata: ["originals": "\(forgotten)"]) }
     } catch {
       logger.warning("retention failed", metadata: ["error": "\(error)"])
     }

@@ -11,6 +11,10 @@ public struct WorkerConfig: Sendable {
   public var drain = false
   public var leaseSeconds: Double = 60
   public var fetch = FetchLimits()
+  /// The per-worker cache of recent originals and how long a copy is used without revalidating.
+  public var originals = OriginalSource.Settings()
+  /// Ready jobs for URLs a lease already names that come along with it (docs/fetching.md).
+  public var leaseSiblings = 32
   public var maxPixels = 100_000_000
   public var addressGuard = AddressGuard()
   public var retryPolicy = RetryPolicy()

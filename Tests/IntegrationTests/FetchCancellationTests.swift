@@ -8,13 +8,10 @@ import ThumbCore
 struct FetchCancellationTests {
   @Test func cancellingTheTaskStopsTheDownloadAndItsRetries() async throws {
     let fixture = try QueueFixture()
-    let pool = BlockingPool(threads: 2, name: "fetch-cancel-test")
-    defer { pool.shutdown() }
-    let fetcher = Fetcher(
-      limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"), pool: pool)
+    let fetcher = Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"))
     let url = fixture.slowURL(seconds: 20)
     let started = Date()
-    let download = Task { try await fetcher.fetch(url) }
+    let download = Task { () async throws(JobError) -> FetchedOriginal in try await fetcher.fetch(url) }
     try await Task.sleep(for: .milliseconds(700))
     download.cancel()
     let result = await download.result

@@ -91,7 +91,7 @@ func drainQueue(
   config.concurrency = concurrency
   config.drain = true
   config.addressGuard = try AddressGuard(allowList: "127.0.0.1")
-  config.fetch.retryBaseSeconds = 0.05
+  config.fetch.retry.baseSeconds = 0.05
   configure(&config)
   var logger = Logger(label: "thumbd.test")
   logger.logLevel = .warning
@@ -109,10 +109,7 @@ func sql(_ url: String, _ statement: String, _ parameters: [String?] = []) throw
 extension TestOrigin {
   /// How many GETs the origin answered for `path` (its /_count endpoint, which does not count itself).
   func requestCount(_ path: String) async throws -> Int {
-    let pool = BlockingPool(threads: 1, name: "origin-count")
-    defer { pool.shutdown() }
-    let fetcher = Fetcher(
-      limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"), pool: pool)
+    let fetcher = Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"))
     let body = try await fetcher.fetch(url("/_count" + path)).bytes
     let json = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
     return json?["count"] as? Int ?? -1

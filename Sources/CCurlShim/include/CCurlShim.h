@@ -25,6 +25,11 @@ CURLcode thumbd_curl_getinfo_long(CURL *handle, CURLINFO info, long *out);
 CURLcode thumbd_curl_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *out);
 CURLcode thumbd_curl_getinfo_string(CURL *handle, CURLINFO info, const char **out);
 
+CURLMcode thumbd_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
+/// The next finished transfer of `multi`: 1 with its handle and result, 0 when none is left. (CURLMsg
+/// keeps the result in an anonymous union, which Swift does not import.)
+int thumbd_curl_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result);
+
 /// The values Swift needs from curl's macros, which the importer does not see.
 static inline int thumbd_curl_prereq_ok(void) { return CURL_PREREQFUNC_OK; }
 static inline int thumbd_curl_prereq_abort(void) { return CURL_PREREQFUNC_ABORT; }

@@ -1,0 +1,82 @@
+import CCurlShim
+import CLibCurl
+import Foundation
+import Synchronization
+
+/// Drives every download of the process on one thread, with libcurl's multi interface.
+///
+/// A transfer waiting on a slow origin costs a socket and a few kilobytes here, not a thread; the multi
+/// handle keeps one connection cache and one DNS cache for all transfers, so a second original from the
+/// same origin reuses the warm keep-alive connection (or an HTTP/2 stream on it) instead of paying for a
+/// new TCP and TLS handshake. curl's callbacks (body, headers, address guard) run on this thread, so they
+/// must stay short: they copy bytes and check flags, nothing more.
+///
+/// The loop and its multi handle live as long as the process (`shared`); they are never torn down.
+final class CurlMulti: Sendable {
+  static let shared = CurlMulti(maxConnections: 256)
+
+  /// The multi handle. Only the loop thread calls curl on it, except curl_multi_wakeup, which libcurl
+  /// documents as safe from any thread.
+  private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
+  private let inbox = Mutex<[Transfer]>([])
+
+  private init(maxConnections: Int) {
+    precondition(CurlGlobal.initialised, "curl_global_init failed")
+    multi = curl_multi_init()
+    // Bounds open sockets across all origins; transfers beyond it wait in curl's own queue.
+    _ = thumbd_curl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxConnections)
+    _ = thumbd_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+    let thread = Thread { [self] in self.loop() }
+    thread.name = "thumbd-curl-multi"
+    thread.start()
+  }
+
+  /// Runs `transfer` to its end and returns curl's result. Cancelling the calling task sets the
+  /// transfer's cancellation flag and wakes the loop, which removes the transfer at once.
+  func perform(_ transfer: Transfer) async -> CURLcode {
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
+        transfer.finished = continuation
+        inbox.withLock { $0.append(transfer) }
+        curl_multi_wakeup(multi)
+      }
+    } onCancel: {
+      transfer.state.cancellation.cancel()
+      curl_multi_wakeup(multi)
+    }
+  }
+
+  private func loop() {
+    var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    while true {
+      for transfer in inbox.withLock({ inbox in defer { inbox.removeAll() }; return inbox }) {
+        if transfer.state.cancellation.isCancelled {
+          transfer.finish(CURLE_ABORTED_BY_CALLBACK)
+        } else if curl_multi_add_handle(multi, transfer.easy.handle) == CURLM_OK {
+          active[transfer.easy.handle] = transfer
+        } else {
+          transfer.finish(CURLE_FAILED_INIT)
+        }
+      }
+      // A cancelled transfer leaves now, not at its next callback (which a stalled origin may delay).
+      for (handle, transfer) in active where transfer.state.cancellation.isCancelled {
+        curl_multi_remove_handle(multi, handle)
+        active[handle] = nil
+        transfer.finish(CURLE_ABORTED_BY_CALLBACK)
+      }
+      var running: Int32 = 0
+      curl_multi_perform(multi, &running)
+      var easy: UnsafeMutableRawPointer? = nil
+      var result = CURLE_OK
+      while thumbd_curl_multi_next_done(multi, &easy, &result) == 1 {
+        guard let handle = easy, let transfer = active.removeValue(forKey: handle) else { continue }
+        curl_multi_remove_handle(multi, handle)
+        transfer.finish(result)
+      }
+      // Sleeps until a socket is ready, a curl timer is due (at most a second away), or a new or cancelled
+      // transfer calls curl_multi_wakeup.
+      var ready: Int32 = 0
+      curl_multi_poll(multi, nil, 0, 1000, &ready)
+    }
+  }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Synchronization
+public import ThumbCore
+
+/// Where jobs get their originals: downloads each URL once however many jobs name it.
+///
+///  * Jobs that want a URL already being downloaded here wait for that download (single flight).
+///  * Recently downloaded originals are kept in a cache bounded by bytes. A copy younger than
+///    `freshSeconds` is used as it is; an older one is revalidated with a conditional GET
+///    (If-None-Match / If-Modified-Since), and a 304 costs headers, not the body.
+///  * After each download `downloaded` is called once (the worker records the `thumbs.originals` row).
+///
+/// A download belongs to no single job: a job that is cancelled stops waiting, and the download itself is
+/// cancelled only when no job waits for it any more.
+public final class OriginalSource: Sendable {
+  public struct Settings: Sendable {
+    /// Bytes of recent originals kept per worker; 0 turns the cache off.
+    public var cacheBytes = 128 * 1024 * 1024
+    /// How long a cached original is used without asking the origin again.
+    public var freshSeconds: Double = 60
+
+    public init() {}
+  }
+
+  /// How a job got its original, for counters and logs.
+  public enum Delivery: String, Sendable {
+    case downloaded, sharedDownload = "shared_download", cached, revalidated
+  }
+
+  public struct Counters: Sendable, Equatable {
+    public var downloads = 0
+    public var sharedDownloads = 0
+    public var cacheHits = 0
+    public var revalidations = 0
+  }
+
+  private struct Cached {
+    var original: FetchedOriginal
+    var storedAt: ContinuousClock.Instant
+  }
+
+  private typealias Download = Task<Result<(FetchedOriginal, Delivery), JobError>, Never>
+
+  private struct Flight {
+    var id: UInt64
+    var download: Download
+    var waiters: Int
+  }
+
+  private struct State {
+    var cache: ByteBoundedCache<String, Cached>
+    var flights: [String: Flight] = [:]
+    var nextFlight: UInt64 = 0
+    var counters = Counters()
+  }
+
+  public let fetcher: Fetcher
+  public let settings: Settings
+  private let downloaded: @Sendable (String, FetchedOriginal, Delivery) async -> Void
+  private let state: Mutex<State>
+
+  public init(
+    fetcher: Fetcher, settings: Settings = Settings(),
+    downloaded: @escaping @Sendable (String, FetchedOriginal, Delivery) async -> Void = { _, _, _ in }
+  ) {
+    self.fetcher = fetcher
+    self.settings = settings
+    self.downloaded = downloaded
+    state = Mutex(State(cache: ByteBoundedCache(capacity: settings.cacheBytes)))
+  }
+
+  public var counters: Counters { state.withLock { $0.counters } }
+
+  /// The original at `url`: from the cache, from a download in flight here, or downloaded now.
+  public func original(for url: String) async throws(JobError) -> (FetchedOriginal, Delivery) {
+    enum Plan {
+      case hit(FetchedOriginal)
+      case wait(Download, joined: Bool)
+    }
+    let plan = state.withLock { state -> Plan in
+      let cached = state.cache.value(for: url)
+      if let cached, cached.storedAt.duration(to: .now) < .milliseconds(Int(settings.freshSeconds * 1000)) {
+        state.counters.cacheHits += 1
+        return .hit(cached.original)
+      }
+      if var flight = state.flights[url] {
+        flight.waiters += 1
+        state.flights[url] = flight
+        state.counters.sharedDownloads += 1
+        return .wait(flight.download, joined: true)
+      }
+      // The task starts running only after this lock is released, so the flight is registered before
+      // the download can finish and remove it.
+      state.nextFlight += 1
+      let id = state.nextFlight
+      let download = Download { await self.download(url, stale: cached?.original, flight: id) }
+      state.flights[url] = Flight(id: id, download: download, waiters: 1)
+      return .wait(download, joined: false)
+    }
+    switch plan {
+    case .hit(let original):
+      return (original, .cached)
+    case .wait(let download, let joined):
+      let result = await withTaskCancellationHandler {
+        await download.value
+      } onCancel: {
+        self.leave(url, download)
+      }
+      if Task.isCancelled { throw JobError(.internalError, "\(url.prefix(200)): download cancelled") }
+      let (original, delivery) = try result.get()
+      return (original, joined ? .sharedDownload : delivery)
+    }
+  }
+
+  /// A waiter gave up. The last one to leave cancels the download.
+  private func leave(_ url: String, _ download: Download) {
+    let abandon = state.withLock { state -> Bool in
+      guard var flight = state.flights[url], flight.download == download else { return false }
+      flight.waiters -= 1
+      if flight.waiters > 0 {
+        state.flights[url] = flight
+        return false
+      }
+      state.flights[url] = nil
+      return true
+    }
+    if abandon { download.cancel() }
+  }
+
+  private func download(
+    _ url: String, stale: FetchedOriginal?, flight: UInt64
+  ) async -> Result<(FetchedOriginal, Delivery), JobError> {
+    let validators = stale.map(\.validators).flatMap { $0.isEmpty ? nil : $0 }
+    let result: Result<(FetchedOriginal, Delivery), JobError>
+    do throws(JobError) {
+      switch try await fetcher.fetch(url, revalidating: validators) {
+      case .downloaded(let original):
+        result = .success((original, .downloaded))
+      case .notModified(let fresh):
+        guard var original = stale else {
+          throw JobError(.httpError, "\(url.prefix(200)) answered 304 to an unconditional GET")
+        }
+        if !fresh.isEmpty { original.validators = fresh }
+        result = .success((original, .revalidated))
+      }
+    } catch {
+      result = .failure(error)
+    }
+    state.withLock { state in
+      // Only our own flight: an abandoned one may have been replaced by a newer download of the URL.
+      if state.flights[url]?.id == flight { state.flights[url] = nil }
+      if case .success(let (original, delivery)) = result {
+        state.cache.insert(Cached(original: original, storedAt: .now), for: url, cost: original.bytes.count)
+        if delivery == .revalidated {
+          state.counters.revalidations += 1
+        } else {
+          state.counters.downloads += 1
+        }
+      }
+    }
+    if case .success(let (original, delivery)) = result { await downloaded(url, original, delivery) }
+    return result
+  }
+}

@@ -1,0 +1,145 @@
+import CCurlShim
+import CLibCurl
+import Foundation
+import ThumbCore
+
+/// One HTTP GET: its curl handle, configured with every limit and guard, the state its callbacks fill in,
+/// and the continuation CurlMulti resumes when it ends.
+///
+/// @unchecked Sendable: it is built by the fetching task, then touched only by the CurlMulti thread until
+/// `finish`, then only by the fetching task again (the continuation orders the hand-overs).
+final class Transfer: @unchecked Sendable {
+  let easy: CurlEasy
+  let state: TransferState
+  var finished: CheckedContinuation<CURLcode, Never>?
+
+  init(
+    url: String, validators: Validators?, limits: FetchLimits, addressGuard: AddressGuard,
+    timeout: Double, cancellation: TransferCancellation
+  ) throws(JobError) {
+    easy = try CurlEasy()
+    state = TransferState(
+      handle: easy.handle, maxBytes: limits.maxBytes, addressGuard: addressGuard,
+      host: URLComponents(string: url)?.host, cancellation: cancellation)
+    let userdata = Unmanaged.passUnretained(state).toOpaque()
+    easy.set(CURLOPT_URL, url)
+    // Only http and https, for the first request and for every redirect: file://, gopher:// and the
+    // rest of curl's protocols end as CURLE_UNSUPPORTED_PROTOCOL.
+    easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
+    easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+    easy.set(CURLOPT_FOLLOWLOCATION, 1)
+    easy.set(CURLOPT_MAXREDIRS, limits.maxRedirects)
+    easy.set(CURLOPT_NOSIGNAL, 1)  // no SIGALRM for DNS timeouts: we are multi-threaded
+    easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(min(limits.connectTimeout, timeout) * 1000)))
+    easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(timeout * 1000)))
+    easy.set(CURLOPT_LOW_SPEED_LIMIT, limits.lowSpeedBytesPerSecond)
+    easy.set(CURLOPT_LOW_SPEED_TIME, limits.lowSpeedSeconds)
+    // Refuses a Content-Length over the cap before any body arrives; the write callback enforces the
+    // cap on what actually arrives (no length, a lying length, a compressed body).
+    easy.setOffset(CURLOPT_MAXFILESIZE_LARGE, limits.maxBytes)
+    easy.set(CURLOPT_USERAGENT, limits.userAgent)
+    easy.set(CURLOPT_SSL_VERIFYPEER, 1)
+    easy.set(CURLOPT_SSL_VERIFYHOST, 2)
+    // gzip, deflate, br and zstd are accepted and decoded; the cap counts decoded bytes, so a gzip bomb
+    // stops at the cap, within the decoder's fixed-size buffer.
+    easy.set(CURLOPT_ACCEPT_ENCODING, "")
+    easy.set(CURLOPT_TCP_KEEPALIVE, 1)
+    // Waits for an HTTP/2 connection being set up to the same origin rather than opening a second one.
+    easy.set(CURLOPT_PIPEWAIT, 1)
+    if let validators {
+      var headers: [String] = []
+      if let etag = validators.etag { headers.append("If-None-Match: \(etag)") }
+      if let date = validators.lastModified { headers.append("If-Modified-Since: \(date)") }
+      easy.setHeaders(headers)
+    }
+    _ = thumbd_curl_setopt_write_function(easy.handle, writeBody)
+    _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_WRITEDATA, userdata)
+    _ = thumbd_curl_setopt_header_function(easy.handle, readHeader)
+    _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_HEADERDATA, userdata)
+    _ = thumbd_curl_setopt_prereq_function(easy.handle, checkConnectedAddress)
+    _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_PREREQDATA, userdata)
+    easy.set(CURLOPT_NOPROGRESS, 0)  // turns the progress callback on, for cancellation
+    _ = thumbd_curl_setopt_xferinfo_function(easy.handle, checkCancellation)
+    _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_XFERINFODATA, userdata)
+  }
+
+  /// Called once, by the CurlMulti thread, after the handle left the multi handle.
+  func finish(_ code: CURLcode) {
+    finished?.resume(returning: code)
+    finished = nil
+  }
+
+  /// What the ended transfer comes to: the body, a 304, or a classified failure saying whether another
+  /// try could help.
+  func outcome(_ code: CURLcode, url: String, limits: FetchLimits) -> Result<FetchResult, TransferFailure> {
+    let shortURL = String(url.prefix(200))
+    if state.cancellation.isCancelled {
+      return .failure(TransferFailure(JobError(.internalError, "\(shortURL): download cancelled")))
+    }
+    if let blocked = state.blockedAddress {
+      return .failure(
+        TransferFailure(
+          JobError(.blockedSource, "\(shortURL) connects to \(blocked), a private or reserved address")))
+    }
+    if state.overLimit || code == CURLE_FILESIZE_EXCEEDED {
+      return .failure(
+        TransferFailure(
+          JobError(
+            .tooLarge, "\(shortURL) is larger than the \(ByteSize.format(limits.maxBytes)) download limit")))
+    }
+    if code != CURLE_OK {
+      let message = "\(shortURL): \(String(cString: curl_easy_strerror(code)))"
+      switch code {
+      case CURLE_OPERATION_TIMEDOUT:
+        // Also the low-speed limit: curl reports a slow drip as a timeout.
+        return .failure(TransferFailure(JobError(.timeout, message), retryable: true))
+      case CURLE_UNSUPPORTED_PROTOCOL:
+        return .failure(TransferFailure(JobError(.blockedSource, message)))
+      case CURLE_TOO_MANY_REDIRECTS, CURLE_URL_MALFORMAT:
+        return .failure(TransferFailure(JobError(.httpError, message)))
+      case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE:
+        // A certificate that does not verify will not verify on the next try either.
+        return .failure(TransferFailure(JobError(.fetchFailed, message)))
+      default:
+        // Connection refused or reset, DNS failure, truncated body (CURLE_PARTIAL_FILE), ...
+        return .failure(TransferFailure(JobError(.fetchFailed, message), retryable: true))
+      }
+    }
+    let status = easy.info(long: CURLINFO_RESPONSE_CODE)
+    let validators = Validators(etag: state.etag, lastModified: state.lastModified)
+    switch status {
+    case 200..<300:
+      let original = FetchedOriginal(
+        bytes: state.body, contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
+        effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? url, validators: validators)
+      return .success(.downloaded(original))
+    case 304:
+      return .success(.notModified(validators))
+    case 404, 410:
+      return .failure(TransferFailure(JobError(.notFound, "\(shortURL) answered HTTP \(status)")))
+    case 408, 429, 500..<600:
+      let retryAfter = state.retryAfter.flatMap {
+        RetryAfter.seconds($0, now: Date().timeIntervalSince1970)
+      }
+      return .failure(
+        TransferFailure(
+          JobError(.fetchFailed, "\(shortURL) answered HTTP \(status)"), retryable: true,
+          retryAfterSeconds: retryAfter))
+    default:
+      return .failure(TransferFailure(JobError(.httpError, "\(shortURL) answered HTTP \(status)")))
+    }
+  }
+}
+
+/// Why one try failed, and whether another could succeed.
+struct TransferFailure: Error {
+  var error: JobError
+  var retryable = false
+  var retryAfterSeconds: Double?
+
+  init(_ error: JobError, retryable: Bool = false, retryAfterSeconds: Double? = nil) {
+    self.error = error
+    self.retryable = retryable
+    self.retryAfterSeconds = retryAfterSeconds
+  }
+}

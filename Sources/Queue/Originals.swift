@@ -1,0 +1,64 @@
+public import ThumbCore
+
+/// The `thumbs.originals` row of one downloaded URL.
+public struct OriginalRecord: Sendable, Equatable {
+  public var url: String
+  public var bytes: Int
+  public var sha256: String
+  public var contentType: String?
+  public var etag: String?
+  public var lastModified: String?
+  public var format: String?
+  public var size: PixelSize?
+
+  public init(
+    url: String, bytes: Int, sha256: String, contentType: String?, etag: String?, lastModified: String?,
+    format: String?, size: PixelSize?
+  ) {
+    self.url = url
+    self.bytes = bytes
+    self.sha256 = sha256
+    self.contentType = contentType
+    self.etag = etag
+    self.lastModified = lastModified
+    self.format = format
+    self.size = size
+  }
+}
+
+extension JobQueue {
+  /// Upserts the row after a download (`revalidated` false) or a 304 that confirmed the copy (true).
+  public func recordOriginal(
+    _ original: OriginalRecord, revalidated: Bool, workerID: String
+  ) async throws(PostgresError) {
+    try await client.prepared(
+      """
+      INSERT INTO thumbs.originals AS o
+             (url, bytes, sha256, content_type, etag, last_modified, format, width, height, fetched_by,
+              downloads, revalidations)
+      VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8::int, $9::int, $10,
+              CASE WHEN $11::bool THEN 0 ELSE 1 END, CASE WHEN $11::bool THEN 1 ELSE 0 END)
+      ON CONFLICT (url) DO UPDATE
+         SET bytes = excluded.bytes, sha256 = excluded.sha256, content_type = excluded.content_type,
+             etag = excluded.etag, last_modified = excluded.last_modified, format = excluded.format,
+             width = excluded.width, height = excluded.height, fetched_by = excluded.fetched_by,
+             fetched_at = CASE WHEN $11::bool THEN o.fetched_at ELSE now() END, checked_at = now(),
+             downloads = o.downloads + excluded.downloads, revalidations = o.revalidations + excluded.revalidations
+      """,
+      [
+        original.url, String(original.bytes), original.sha256, original.contentType, original.etag,
+        original.lastModified, original.format, original.size.map { String($0.width) },
+        original.size.map { String($0.height) }, workerID, revalidated ? "true" : "false",
+      ])
+  }
+
+  /// Deletes `thumbs.originals` rows not confirmed for `olderThanSeconds`; returns how many.
+  @discardableResult
+  public func pruneOriginals(olderThanSeconds: Double, batchSize: Int = 1000, maxBatches: Int = 100)
+    async throws(PostgresError) -> Int
+  {
+    try await deleteInBatches(
+      "SELECT thumbs.prune_originals(make_interval(secs => $1::float8), $2::int)",
+      olderThanSeconds: olderThanSeconds, batchSize: batchSize, maxBatches: maxBatches)
+  }
+}
