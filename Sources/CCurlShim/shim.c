@@ -27,6 +27,9 @@ CURLcode thumbd_curl_setopt_prereq_function(CURL *handle, thumbd_curl_prereq_cal
 CURLcode thumbd_curl_setopt_xferinfo_function(CURL *handle, thumbd_curl_xferinfo_callback callback) {
   return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
 }
+CURLcode thumbd_curl_setopt_opensocket_function(CURL *handle, thumbd_curl_opensocket_callback callback) {
+  return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
 CURLcode thumbd_curl_getinfo_long(CURL *handle, CURLINFO info, long *out) {
   return curl_easy_getinfo(handle, info, out);
 }

@@ -146,8 +146,43 @@ let readHeader: thumbd_curl_data_callback = { data, size, count, userdata in
   return length
 }
 
+/// Runs before curl opens each socket, with the address it is about to connect to (after DNS, for the
+/// first request and every redirect): a blocked address is refused before a single packet goes out, so
+/// an unroutable target such as 10.0.0.1 fails at once instead of waiting out the connect timeout.
+let openCheckedSocket: thumbd_curl_opensocket_callback = { userdata, _, address in
+  let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
+  guard let address else { return -1 }
+  let text = ipText(family: address.pointee.family, address: &address.pointee.addr)
+  guard let text, let ip = IPAddress(text), state.addressGuard.permits(address: ip, host: state.host) else {
+    state.blockedAddress = text ?? "an address of family \(address.pointee.family)"
+    return -1  // CURL_SOCKET_BAD: curl gives up on this address (CURLE_COULDNT_CONNECT)
+  }
+  return socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
+}
+
+/// The numeric text of an IPv4 or IPv6 socket address.
+func ipText(family: Int32, address: UnsafeMutablePointer<sockaddr>) -> String? {
+  var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+  let written: UnsafePointer<CChar>?
+  switch family {
+  case AF_INET:
+    written = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
+      withUnsafePointer(to: &v4.pointee.sin_addr) { inet_ntop(AF_INET, $0, &buffer, socklen_t(buffer.count)) }
+    }
+  case AF_INET6:
+    written = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
+      withUnsafePointer(to: &v6.pointee.sin6_addr) { inet_ntop(AF_INET6, $0, &buffer, socklen_t(buffer.count)) }
+    }
+  default:
+    return nil
+  }
+  guard written != nil else { return nil }
+  return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
 /// Runs after connecting and before sending each request (also after every redirect), with the address
-/// actually connected to: the one place where the SSRF guard cannot be fooled by DNS.
+/// actually connected to. The socket check above already refused blocked addresses; this second look also
+/// covers a reused connection and anything curl connects through without opening a socket callback.
 let checkConnectedAddress: thumbd_curl_prereq_callback = { userdata, primaryIP, _, _, _ in
   let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
   let text = primaryIP.map { String(cString: $0) } ?? ""

@@ -56,6 +56,8 @@ final class Transfer: @unchecked Sendable {
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_WRITEDATA, userdata)
     _ = thumbd_curl_setopt_header_function(easy.handle, readHeader)
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_HEADERDATA, userdata)
+    _ = thumbd_curl_setopt_opensocket_function(easy.handle, openCheckedSocket)
+    _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_OPENSOCKETDATA, userdata)
     _ = thumbd_curl_setopt_prereq_function(easy.handle, checkConnectedAddress)
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_PREREQDATA, userdata)
     easy.set(CURLOPT_NOPROGRESS, 0)  // turns the progress callback on, for cancellation
@@ -76,7 +78,9 @@ final class Transfer: @unchecked Sendable {
     if state.cancellation.isCancelled {
       return .failure(TransferFailure(JobError(.internalError, "\(shortURL): download cancelled")))
     }
-    if let blocked = state.blockedAddress {
+    // Only when the transfer failed: a host with several addresses may have had one refused and
+    // connected to another that is allowed.
+    if code != CURLE_OK, let blocked = state.blockedAddress {
       return .failure(
         TransferFailure(
           JobError(.blockedSource, "\(shortURL) connects to \(blocked), a private or reserved address")))

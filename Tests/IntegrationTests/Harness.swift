@@ -109,8 +109,17 @@ func sql(_ url: String, _ statement: String, _ parameters: [String?] = []) throw
 extension TestOrigin {
   /// How many GETs the origin answered for `path` (its /_count endpoint, which does not count itself).
   func requestCount(_ path: String) async throws -> Int {
+    try await count(at: "/_count" + path)
+  }
+
+  /// How many TCP connections the origin accepted so far.
+  func connectionCount() async throws -> Int {
+    try await count(at: "/_connections")
+  }
+
+  private func count(at path: String) async throws -> Int {
     let fetcher = Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"))
-    let body = try await fetcher.fetch(url("/_count" + path)).bytes
+    let body = try await fetcher.fetch(url(path)).bytes
     let json = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
     return json?["count"] as? Int ?? -1
   }

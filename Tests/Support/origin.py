@@ -7,7 +7,9 @@ Binds 127.0.0.1, prints exactly one line "PORT <n>" on stdout, then serves until
 Standard library only, so tests need nothing beyond python3.
 
 Routes (all GET unless noted):
-  /files/<name>                     DIR/<name>; 404 when missing; never outside DIR
+  /files/<name>                     DIR/<name>; 404 when missing; never outside DIR. Sends an ETag
+                                    (hash of the bytes) and Last-Modified; answers a matching
+                                    If-None-Match with 304
   /status/<code>                    that status with a short body
   /flaky/<n>/<name>                 503 for the first n requests of this path, then the file
   /slow/<name>[?chunk=B&delay=S]    the file in small chunks (4096 B) with 0.5 s pauses
@@ -20,10 +22,13 @@ Routes (all GET unless noted):
   /gzip-bomb                        Content-Encoding: gzip, ~1 MB that inflates to 1 GiB of zeros
   /_count/<path...>                 {"count": n}: how many GETs <path> got (query ignored)
   /_counts                          every counter, as JSON
+  /_connections                     {"count": n}: TCP connections accepted so far (keep-alive checks)
   POST /_reset                      clears the counters (and with them flaky/retry-after state)
 """
 
 import argparse
+import email.utils
+import hashlib
 import io
 import json
 import mimetypes
@@ -185,7 +190,15 @@ class Handler(BaseHTTPRequestHandler):
         if loaded is None:
             return
         path, data = loaded
-        self.start_file(path)
+        etag = '"%s"' % hashlib.sha256(data).hexdigest()[:20]
+        validators = [
+            ("ETag", etag),
+            ("Last-Modified", email.utils.formatdate(os.path.getmtime(path), usegmt=True)),
+        ]
+        if etag in (self.headers.get("If-None-Match") or ""):
+            self.send_body(304, b"", headers=validators)
+            return
+        self.start_file(path, headers=validators)
         self.wfile.write(data)
 
     def read_request_body(self):
@@ -216,6 +229,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         if path == "/_counts":
             self.send_json(200, counters.snapshot())
+            return
+        if path == "/_connections":
+            self.send_json(200, {"count": self.server.connections})
             return
 
         n = counters.hit(path)
@@ -363,6 +379,14 @@ class Server(ThreadingHTTPServer):
         super().__init__(address, Handler)
         self.root = os.path.realpath(root)
         self.counters = Counters()
+        self.connections = 0
+        self._connections_lock = threading.Lock()
+
+    def get_request(self):
+        request = super().get_request()
+        with self._connections_lock:
+            self.connections += 1
+        return request
 
     def handle_error(self, request, client_address):
         if isinstance(sys.exc_info()[1], CLIENT_GONE):

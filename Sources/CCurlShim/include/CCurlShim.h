@@ -11,6 +11,9 @@ typedef int (*thumbd_curl_prereq_callback)(void *userdata, char *conn_primary_ip
 typedef int (*thumbd_curl_xferinfo_callback)(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
                                              curl_off_t ultotal, curl_off_t ulnow);
 
+typedef curl_socket_t (*thumbd_curl_opensocket_callback)(void *userdata, curlsocktype purpose,
+                                                         struct curl_sockaddr *address);
+
 CURLcode thumbd_curl_setopt_long(CURL *handle, CURLoption option, long value);
 CURLcode thumbd_curl_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value);
 CURLcode thumbd_curl_setopt_string(CURL *handle, CURLoption option, const char *value);
@@ -20,6 +23,7 @@ CURLcode thumbd_curl_setopt_write_function(CURL *handle, thumbd_curl_data_callba
 CURLcode thumbd_curl_setopt_header_function(CURL *handle, thumbd_curl_data_callback callback);
 CURLcode thumbd_curl_setopt_prereq_function(CURL *handle, thumbd_curl_prereq_callback callback);
 CURLcode thumbd_curl_setopt_xferinfo_function(CURL *handle, thumbd_curl_xferinfo_callback callback);
+CURLcode thumbd_curl_setopt_opensocket_function(CURL *handle, thumbd_curl_opensocket_callback callback);
 
 CURLcode thumbd_curl_getinfo_long(CURL *handle, CURLINFO info, long *out);
 CURLcode thumbd_curl_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *out);
