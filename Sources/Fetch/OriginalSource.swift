@@ -32,6 +32,13 @@ public final class OriginalSource: Sendable {
     public var sharedDownloads = 0
     public var cacheHits = 0
     public var revalidations = 0
+
+    public init(downloads: Int = 0, sharedDownloads: Int = 0, cacheHits: Int = 0, revalidations: Int = 0) {
+      self.downloads = downloads
+      self.sharedDownloads = sharedDownloads
+      self.cacheHits = cacheHits
+      self.revalidations = revalidations
+    }
   }
 
   private struct Cached {

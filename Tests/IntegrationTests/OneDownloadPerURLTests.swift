@@ -1,0 +1,186 @@
+import Blocking
+import Fetch
+import Foundation
+import Queue
+import Storage
+import Testing
+import ThumbCore
+
+/// However many jobs name a URL, its original is downloaded once: jobs on one worker share a download in
+/// flight, a lease takes the URL's other ready jobs along, and recent originals stay in a byte-bounded
+/// cache, revalidated with conditional requests once stale.
+@Suite(.serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)))
+struct OneDownloadPerURLTests {
+  /// Adds profiles `p1`...`p<n>`, each a copy of `default`.
+  func addProfiles(_ database: String, count: Int) throws -> [String] {
+    let names = (1...count).map { "p\($0)" }
+    for name in names {
+      try sql(
+        database, "INSERT INTO thumbs.profiles (name, spec) SELECT $1, spec FROM thumbs.profiles WHERE name = 'default'",
+        [name])
+    }
+    return names
+  }
+
+  @Test func fiveJobsForOnePhotoUnderFiveProfilesCauseOneGET() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    let profiles = ["default"] + (try addProfiles(database, count: 4))
+    let url = fixture.origin.url("/files/photo.jpg")
+    for profile in profiles { try sql(database, "SELECT thumbs.enqueue($1, $2)", [url, profile]) }
+    let totals = try await drainQueue(databaseURL: database, storage: fixture.storage, concurrency: 2)
+    #expect(totals.succeeded == 5)
+    #expect(try await fixture.origin.requestCount("/files/photo.jpg") == 1)
+
+    // The originals row: what was downloaded, once.
+    let photo = try Data(contentsOf: fixture.origin.root.appendingPathComponent("photo.jpg"))
+    let row = try sql(
+      database,
+      """
+      SELECT bytes, sha256, content_type, format, width, height, downloads, revalidations,
+             etag IS NOT NULL, last_modified IS NOT NULL, fetched_by IS NOT NULL
+        FROM thumbs.originals WHERE url = $1
+      """, [url]
+    ).rows
+    #expect(
+      row == [
+        [
+          String(photo.count), StorageKey.sha256Hex([UInt8](photo)), "image/jpeg", "jpeg", "1200", "900", "1",
+          "0", "t", "t", "t",
+        ]
+      ])
+  }
+
+  @Test func aLeaseTakesTheOtherReadyJobsForItsURLs() async throws {
+    let database = try TestDatabase.create()
+    let profiles = ["default"] + (try addProfiles(database, count: 2))
+    // Profile-major order: a plain lease of one job would take a.jpg/default, then b.jpg/default.
+    for profile in profiles {
+      for name in ["a", "b"] {
+        try sql(database, "SELECT thumbs.enqueue($1, $2)", ["https://origin.example/\(name).jpg", profile])
+      }
+    }
+    let pool = BlockingPool(threads: 1, name: "siblings-test")
+    defer { pool.shutdown() }
+    let queue = JobQueue(client: try await PostgresClient(conninfo: database, pool: pool))
+    defer { queue.client.close() }
+    let first = try await queue.lease(workerID: "w1", limit: 1, leaseSeconds: 30, siblings: 32)
+    #expect(Set(first.map(\.sourceURL)) == ["https://origin.example/a.jpg"])
+    #expect(Set(first.map(\.profileName)) == Set(profiles))
+    #expect(first.allSatisfy { !$0.profileSpec.isEmpty }, "every profile's spec comes along")
+    let second = try await queue.lease(workerID: "w2", limit: 1, leaseSeconds: 30, siblings: 1)
+    #expect(second.count == 2, "one picked, one sibling: the sibling limit holds")
+    #expect(Set(second.map(\.sourceURL)) == ["https://origin.example/b.jpg"])
+    let third = try await queue.lease(workerID: "w3", limit: 5, leaseSeconds: 30, siblings: 0)
+    #expect(third.map(\.sourceURL) == ["https://origin.example/b.jpg"])
+  }
+
+  @Test func twoWorkersDownloadEachOfFourPhotosOnce() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    let profiles = ["default"] + (try addProfiles(database, count: 2))
+    let names = (0..<4).map { "photo\($0).jpg" }
+    for name in names {
+      try FileManager.default.copyItem(
+        at: fixture.origin.root.appendingPathComponent("photo.jpg"),
+        to: fixture.origin.root.appendingPathComponent(name))
+    }
+    for profile in profiles {
+      for name in names {
+        try sql(database, "SELECT thumbs.enqueue($1, $2)", [fixture.origin.url("/files/\(name)"), profile])
+      }
+    }
+    async let one = drainQueue(databaseURL: database, storage: fixture.storage, concurrency: 2)
+    async let two = drainQueue(databaseURL: database, storage: fixture.storage, concurrency: 2)
+    let (a, b) = try await (one, two)
+    #expect(a.succeeded + b.succeeded == 12)
+    for name in names {
+      #expect(try await fixture.origin.requestCount("/files/\(name)") == 1, "\(name)")
+    }
+    #expect(try sql(database, "SELECT sum(downloads) FROM thumbs.originals").rows == [["4"]])
+  }
+
+  @Test func jobsWaitingForTheSameURLShareOneDownload() async throws {
+    let fixture = try QueueFixture()
+    let source = OriginalSource(
+      fetcher: Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1")))
+    let url = fixture.slowURL(seconds: 1)
+    let deliveries = try await withThrowingTaskGroup(of: OriginalSource.Delivery.self) { group in
+      for _ in 0..<5 {
+        group.addTask {
+          let (original, delivery) = try await source.original(for: url)
+          #expect(original.bytes.count == fixture.photoBytes)
+          return delivery
+        }
+      }
+      return try await group.reduce(into: [String]()) { $0.append($1.rawValue) }
+    }
+    #expect(deliveries.sorted() == ["downloaded", "shared_download", "shared_download", "shared_download", "shared_download"])
+    #expect(try await fixture.origin.requestCount("/slow/photo.jpg") == 1)
+    // Fresh in the cache now: no request at all.
+    #expect(try await source.original(for: url).1 == .cached)
+    #expect(try await fixture.origin.requestCount("/slow/photo.jpg") == 1)
+    #expect(source.counters == OriginalSource.Counters(downloads: 1, sharedDownloads: 4, cacheHits: 1))
+  }
+
+  @Test func oneJobGivingUpDoesNotStopTheDownloadOthersWaitFor() async throws {
+    let fixture = try QueueFixture()
+    let source = OriginalSource(
+      fetcher: Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1")))
+    let url = fixture.slowURL(seconds: 1.5)
+    let quitter = Task { try await source.original(for: url) }
+    try await Task.sleep(for: .milliseconds(100))
+    let stayer = Task { try await source.original(for: url) }
+    try await Task.sleep(for: .milliseconds(200))
+    quitter.cancel()
+    let (original, delivery) = try await stayer.value
+    #expect(original.bytes.count == fixture.photoBytes)
+    #expect(delivery == .sharedDownload)
+    #expect(await (try? quitter.value) == nil, "the cancelled waiter fails")
+    #expect(try await fixture.origin.requestCount("/slow/photo.jpg") == 1)
+
+    // The last waiter leaving cancels the download itself: it ends long before its 20 s.
+    let lonely = fixture.slowURL(seconds: 20).replacingOccurrences(of: "photo.jpg", with: "photo.jpg?lonely=1")
+    let started = Date()
+    let alone = Task { try await source.original(for: lonely) }
+    try await Task.sleep(for: .milliseconds(300))
+    alone.cancel()
+    _ = await alone.result
+    #expect(Date().timeIntervalSince(started) < 3)
+    #expect(source.counters.downloads == 1, "the cancelled download was not cached")
+  }
+
+  @Test func aStaleCopyIsRevalidatedWithAConditionalGET() async throws {
+    let fixture = try QueueFixture()
+    var settings = OriginalSource.Settings()
+    settings.freshSeconds = 0  // every use after the first asks the origin
+    let recorded = RecordedDeliveries()
+    let source = OriginalSource(
+      fetcher: Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1")),
+      settings: settings
+    ) { _, original, delivery in
+      await recorded.add(delivery, bytes: original.bytes.count)
+    }
+    let url = fixture.origin.url("/files/photo.jpg")
+    let first = try await source.original(for: url)
+    let second = try await source.original(for: url)
+    #expect(first.1 == .downloaded && second.1 == .revalidated)
+    #expect(first.0.bytes == second.0.bytes)
+    #expect(first.0.validators.etag != nil)
+    #expect(try await fixture.origin.requestCount("/files/photo.jpg") == 2, "the second GET answered 304")
+    #expect(await recorded.all == ["downloaded:\(fixture.photoBytes)", "revalidated:\(fixture.photoBytes)"])
+
+    // With the cache off nothing is kept: every use downloads.
+    settings.cacheBytes = 0
+    let uncached = OriginalSource(
+      fetcher: Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1")),
+      settings: settings)
+    _ = try await uncached.original(for: url)
+    #expect(try await uncached.original(for: url).1 == .downloaded)
+  }
+}
+
+actor RecordedDeliveries {
+  var all: [String] = []
+  func add(_ delivery: OriginalSource.Delivery, bytes: Int) { all.append("\(delivery.rawValue):\(bytes)") }
+}
