@@ -171,7 +171,9 @@ func ipText(family: Int32, address: UnsafeMutablePointer<sockaddr>) -> String? {
     }
   case AF_INET6:
     written = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
-      withUnsafePointer(to: &v6.pointee.sin6_addr) { inet_ntop(AF_INET6, $0, &buffer, socklen_t(buffer.count)) }
+      withUnsafePointer(to: &v6.pointee.sin6_addr) {
+        inet_ntop(AF_INET6, $0, &buffer, socklen_t(buffer.count))
+      }
     }
   default:
     return nil

@@ -49,7 +49,9 @@ final class CurlMulti: Sendable {
   private func loop() {
     var active: [UnsafeMutableRawPointer: Transfer] = [:]
     while true {
-      for transfer in inbox.withLock({ inbox in defer { inbox.removeAll() }; return inbox }) {
+      for transfer in inbox.withLock({ inbox in
+        defer { inbox.removeAll() }; return inbox
+      }) {
         if transfer.state.cancellation.isCancelled {
           transfer.finish(CURLE_ABORTED_BY_CALLBACK)
         } else if curl_multi_add_handle(multi, transfer.easy.handle) == CURLM_OK {

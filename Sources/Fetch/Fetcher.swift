@@ -64,7 +64,9 @@ public struct Fetcher: Sendable {
   /// blocked address or scheme, over the byte cap) end at once.
   ///
   /// Cancelling the calling task stops the transfer in progress at once, and any further tries.
-  public func fetch(_ url: String, revalidating validators: Validators? = nil) async throws(JobError)
+  public func fetch(
+    _ url: String, revalidating validators: Validators? = nil
+  ) async throws(JobError)
     -> FetchResult
   {
     try Self.checkScheme(url)

@@ -44,8 +44,10 @@ final class Transfer: @unchecked Sendable {
     // stops at the cap, within the decoder's fixed-size buffer.
     easy.set(CURLOPT_ACCEPT_ENCODING, "")
     easy.set(CURLOPT_TCP_KEEPALIVE, 1)
-    // Waits for an HTTP/2 connection being set up to the same origin rather than opening a second one.
-    easy.set(CURLOPT_PIPEWAIT, 1)
+    // No CURLOPT_PIPEWAIT: with it, transfers started together towards an HTTP/1.1 origin queued behind
+    // the first one's connection until that whole transfer ended (measured: a slow drip held three quick
+    // downloads for its full 6 s). Without it a new transfer multiplexes onto an HTTP/2 connection that
+    // is already up, and otherwise opens its own.
     if let validators {
       var headers: [String] = []
       if let etag = validators.etag { headers.append("If-None-Match: \(etag)") }

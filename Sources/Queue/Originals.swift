@@ -54,7 +54,9 @@ extension JobQueue {
 
   /// Deletes `thumbs.originals` rows not confirmed for `olderThanSeconds`; returns how many.
   @discardableResult
-  public func pruneOriginals(olderThanSeconds: Double, batchSize: Int = 1000, maxBatches: Int = 100)
+  public func pruneOriginals(
+    olderThanSeconds: Double, batchSize: Int = 1000, maxBatches: Int = 100
+  )
     async throws(PostgresError) -> Int
   {
     try await deleteInBatches(

@@ -48,9 +48,9 @@ public enum RetryAfter {
   public static func seconds(_ value: String, now: Double) -> Double? {
     let text = value.trimmingWhitespace()
     if !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-      return Double(String(text.prefix(9)))  // nine digits are 31 years; callers cap far below
+      return Double(text.prefix(9))  // nine digits are 31 years; callers cap far below
     }
-    guard let date = HTTPDate.parse(String(text)) else { return nil }
+    guard let date = HTTPDate.parse(text) else { return nil }
     return max(0, date - now)
   }
 }
@@ -82,14 +82,5 @@ public enum HTTPDate {
     let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
     let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
     return era * 146097 + dayOfEra - 719468
-  }
-}
-
-extension String {
-  func trimmingWhitespace() -> Substring {
-    var s = Substring(self)
-    while let c = s.first, c == " " || c == "\t" || c == "\r" || c == "\n" { s.removeFirst() }
-    while let c = s.last, c == " " || c == "\t" || c == "\r" || c == "\n" { s.removeLast() }
-    return s
   }
 }

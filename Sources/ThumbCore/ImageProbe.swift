@@ -32,7 +32,8 @@ public enum ImageProbe {
       }
       let length = Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
       if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {
-        return positive(Int(bytes[i + 7]) << 8 | Int(bytes[i + 8]), Int(bytes[i + 5]) << 8 | Int(bytes[i + 6]))
+        return positive(
+          Int(bytes[i + 7]) << 8 | Int(bytes[i + 8]), Int(bytes[i + 5]) << 8 | Int(bytes[i + 6]))
       }
       guard length >= 2 else { return nil }
       i += 2 + length

@@ -115,7 +115,8 @@ public final class Worker: Sendable {
         "jobs.succeeded": "\(result.succeeded)", "jobs.failed": "\(result.failed)",
         "jobs.retried": "\(result.retried)", "jobs.lease_lost": "\(result.leaseLost)",
         "jobs.handed_back": "\(result.handedBack)", "originals.downloads": "\(fetches.downloads)",
-        "originals.shared_downloads": "\(fetches.sharedDownloads)", "originals.cache_hits": "\(fetches.cacheHits)",
+        "originals.shared_downloads": "\(fetches.sharedDownloads)",
+        "originals.cache_hits": "\(fetches.cacheHits)",
         "originals.revalidations": "\(fetches.revalidations)",
       ])
     return result
@@ -137,7 +138,8 @@ public final class Worker: Sendable {
       do {
         try await writer.recordOriginal(record, revalidated: delivery == .revalidated, workerID: workerID)
       } catch {
-        logger.warning("could not record the original", metadata: ["url": "\(url.prefix(200))", "error": "\(error)"])
+        logger.warning(
+          "could not record the original", metadata: ["url": "\(url.prefix(200))", "error": "\(error)"])
       }
     }
   }

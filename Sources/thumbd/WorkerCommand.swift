@@ -20,7 +20,17 @@ struct WorkerCommand: AsyncParsableCommand {
   @Option(help: "lease length in seconds, renewed by heartbeats (THUMBD_LEASE_TTL; default 60)") var leaseTtl:
     Double?
   @Option(help: "total seconds per download (THUMBD_FETCH_TIMEOUT; default 30)") var fetchTimeout: Double?
+  @Option(help: "seconds to establish a connection (THUMBD_CONNECT_TIMEOUT; default 10)") var connectTimeout:
+    Double?
+  @Option(help: "tries per attempt for transient download failures (THUMBD_FETCH_TRIES; default 3)")
+  var fetchTries: Int?
   @Option(help: "largest original, e.g. 50MiB (THUMBD_MAX_DOWNLOAD_BYTES)") var maxDownloadBytes: String?
+  @Option(help: "bytes of recent originals kept for reuse, 0 = off (THUMBD_ORIGINAL_CACHE; default 128MiB)")
+  var originalCache: String?
+  @Option(
+    help:
+      "other ready jobs for an already leased URL taken along per lease (THUMBD_LEASE_SIBLINGS; default 32)")
+  var leaseSiblings: Int?
   @Option(help: "largest original in pixels (THUMBD_MAX_PIXELS; default 100000000)") var maxPixels: Int?
   @Option(help: "hosts or CIDRs exempt from the private-network block (THUMBD_ALLOW_HOSTS)") var allowHosts:
     String?
@@ -81,6 +91,30 @@ struct WorkerCommand: AsyncParsableCommand {
       }
       config.fetch.totalTimeout = seconds
       config.fetch.connectTimeout = min(config.fetch.connectTimeout, seconds)
+    }
+    if let value = setting(connectTimeout.map { String($0) }, "CONNECT_TIMEOUT") {
+      guard let seconds = Double(value), seconds > 0 else {
+        throw ValidationError("--connect-timeout must be > 0")
+      }
+      config.fetch.connectTimeout = seconds
+    }
+    if let value = setting(fetchTries.map(String.init), "FETCH_TRIES") {
+      guard let n = Int(value), (1...10).contains(n) else {
+        throw ValidationError("--fetch-tries must be 1...10")
+      }
+      config.fetch.retry.tries = n
+    }
+    if let value = setting(originalCache, "ORIGINAL_CACHE") {
+      guard let bytes = ByteSize.parse(value), bytes >= 0 else {
+        throw ValidationError("--original-cache: '\(value)' is not a size")
+      }
+      config.originals.cacheBytes = bytes
+    }
+    if let value = setting(leaseSiblings.map(String.init), "LEASE_SIBLINGS") {
+      guard let n = Int(value), (0...1000).contains(n) else {
+        throw ValidationError("--lease-siblings must be 0...1000")
+      }
+      config.leaseSiblings = n
     }
     if let value = setting(maxDownloadBytes, "MAX_DOWNLOAD_BYTES") {
       guard let bytes = ByteSize.parse(value), bytes > 0 else {

@@ -66,7 +66,8 @@ struct FetchFaultTests {
   }
 
   @Test func retryAfterIsHonouredUpToItsCap() async throws {
-    try await run(Expectation(path: "/retry-after/1/photo.jpg", code: nil, requests: 2, within: 2.5, atLeast: 1))
+    try await run(
+      Expectation(path: "/retry-after/1/photo.jpg", code: nil, requests: 2, within: 2.5, atLeast: 1))
     // Longer than the cap (3 s here): the attempt ends at once, carrying the origin's wish to the queue.
     let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
     let started = Date()
@@ -127,11 +128,29 @@ struct FetchFaultTests {
     }
   }
 
+  @Test func aSlowDownloadDoesNotHoldUpOthersFromTheSameOrigin() async throws {
+    let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
+    // All started at once, before any connection exists, and then again while the slow one runs.
+    let started = Date()
+    let slow = Task { try await fetcher.fetch(fixture.slowURL(seconds: 3)) }
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for path in ["/huge", "/files/photo.jpg", "/status/404"] {
+        group.addTask { _ = try? await fetcher.fetch(fixture.origin.url(path)) }
+      }
+      try await group.waitForAll()
+    }
+    #expect(Date().timeIntervalSince(started) < 1, "the slow transfer's connection is not waited for")
+    for _ in 0..<3 { _ = try await fetcher.fetch(fixture.origin.url("/files/photo.jpg")) }
+    #expect(Date().timeIntervalSince(started) < 1.5)
+    _ = try await slow.value
+  }
+
   @Test func aSecondDownloadFromTheSameOriginReusesTheConnection() async throws {
     let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
     _ = try await fetcher.fetch(fixture.origin.url("/files/photo.jpg"))
     _ = try await fetcher.fetch(fixture.origin.url("/files/photo.jpg"))
-    #expect(try await fixture.origin.connectionCount() == 1, "both downloads and the count query on one connection")
+    #expect(
+      try await fixture.origin.connectionCount() == 1, "both downloads and the count query on one connection")
   }
 }
 

@@ -16,7 +16,8 @@ struct OneDownloadPerURLTests {
     let names = (1...count).map { "p\($0)" }
     for name in names {
       try sql(
-        database, "INSERT INTO thumbs.profiles (name, spec) SELECT $1, spec FROM thumbs.profiles WHERE name = 'default'",
+        database,
+        "INSERT INTO thumbs.profiles (name, spec) SELECT $1, spec FROM thumbs.profiles WHERE name = 'default'",
         [name])
     }
     return names
@@ -115,7 +116,10 @@ struct OneDownloadPerURLTests {
       }
       return try await group.reduce(into: [String]()) { $0.append($1.rawValue) }
     }
-    #expect(deliveries.sorted() == ["downloaded", "shared_download", "shared_download", "shared_download", "shared_download"])
+    #expect(
+      deliveries.sorted() == [
+        "downloaded", "shared_download", "shared_download", "shared_download", "shared_download",
+      ])
     #expect(try await fixture.origin.requestCount("/slow/photo.jpg") == 1)
     // Fresh in the cache now: no request at all.
     #expect(try await source.original(for: url).1 == .cached)
@@ -140,7 +144,8 @@ struct OneDownloadPerURLTests {
     #expect(try await fixture.origin.requestCount("/slow/photo.jpg") == 1)
 
     // The last waiter leaving cancels the download itself: it ends long before its 20 s.
-    let lonely = fixture.slowURL(seconds: 20).replacingOccurrences(of: "photo.jpg", with: "photo.jpg?lonely=1")
+    let lonely = fixture.slowURL(seconds: 20).replacingOccurrences(
+      of: "photo.jpg", with: "photo.jpg?lonely=1")
     let started = Date()
     let alone = Task { try await source.original(for: lonely) }
     try await Task.sleep(for: .milliseconds(300))

@@ -6,10 +6,14 @@ struct FetchRetryPolicyTests {
   let policy = FetchRetryPolicy(tries: 3, baseSeconds: 0.5, jitter: 0.25, retryAfterCap: 10)
 
   @Test func backsOffExponentiallyWithJitterThenStops() {
-    #expect(policy.decide(afterTry: 1, retryAfter: nil, secondsLeft: 30, unit: 0.5) == .retry(afterSeconds: 0.5))
-    #expect(policy.decide(afterTry: 2, retryAfter: nil, secondsLeft: 30, unit: 0.5) == .retry(afterSeconds: 1.0))
-    #expect(policy.decide(afterTry: 1, retryAfter: nil, secondsLeft: 30, unit: 0) == .retry(afterSeconds: 0.375))
-    #expect(policy.decide(afterTry: 1, retryAfter: nil, secondsLeft: 30, unit: 1) == .retry(afterSeconds: 0.625))
+    #expect(
+      policy.decide(afterTry: 1, retryAfter: nil, secondsLeft: 30, unit: 0.5) == .retry(afterSeconds: 0.5))
+    #expect(
+      policy.decide(afterTry: 2, retryAfter: nil, secondsLeft: 30, unit: 0.5) == .retry(afterSeconds: 1.0))
+    #expect(
+      policy.decide(afterTry: 1, retryAfter: nil, secondsLeft: 30, unit: 0) == .retry(afterSeconds: 0.375))
+    #expect(
+      policy.decide(afterTry: 1, retryAfter: nil, secondsLeft: 30, unit: 1) == .retry(afterSeconds: 0.625))
     #expect(policy.decide(afterTry: 3, retryAfter: nil, secondsLeft: 30, unit: 0.5) == .stop(notBefore: nil))
   }
 
@@ -110,7 +114,9 @@ struct ImageProbeTests {
     let w = 99
     let h = 49
     let bits = w | h << 14
-    let vp8l = webp("VP8L", [0x2F, UInt8(bits & 0xFF), UInt8(bits >> 8 & 0xFF), UInt8(bits >> 16 & 0xFF), UInt8(bits >> 24)])
+    let vp8l = webp(
+      "VP8L",
+      [0x2F, UInt8(bits & 0xFF), UInt8(bits >> 8 & 0xFF), UInt8(bits >> 16 & 0xFF), UInt8(bits >> 24)])
     #expect(ImageProbe.pixelSize(vp8l, format: .webp) == PixelSize(width: 100, height: 50))
   }
 
