@@ -44,7 +44,8 @@ public struct JobQueue: Sendable {
   ///
   /// Siblings: with each batch come up to `siblings` more ready jobs naming a URL the batch already names
   /// (the same photo under other profiles), so one worker downloads a popular original once for all of
-  /// them instead of several workers each downloading it. They are locked with SKIP LOCKED like the rest;
+  /// them instead of several workers each downloading it. Only jobs that `thumbs.enqueue` marked
+  /// `shares_source` (their URL has other live jobs) are looked up. They are locked with SKIP LOCKED;
   /// the worker may hold more jobs than its concurrency this way, and runs the extra ones as slots free.
   ///
   /// Each profile's spec is read fresh for every lease, but sent once per profile per batch: turning the
@@ -56,14 +57,15 @@ public struct JobQueue: Sendable {
     let result = try await client.prepared(
       """
       WITH picked AS MATERIALIZED (
-        SELECT id, source_url FROM thumbs.jobs
+        SELECT id, source_url, shares_source FROM thumbs.jobs
          WHERE state = 'queued' AND run_at <= now()
          ORDER BY priority DESC, run_at, id
          LIMIT $2
          FOR UPDATE SKIP LOCKED),
       siblings AS MATERIALIZED (
         SELECT s.id FROM thumbs.jobs s
-         WHERE s.source_url IN (SELECT source_url FROM picked) AND s.state = 'queued' AND s.run_at <= now()
+         WHERE s.source_url IN (SELECT source_url FROM picked WHERE shares_source)
+           AND s.state = 'queued' AND s.run_at <= now()
            AND s.id NOT IN (SELECT id FROM picked)
          ORDER BY s.id
          LIMIT $4

@@ -68,6 +68,8 @@ struct BenchQueue: AsyncParsableCommand {
   @Option(help: "jobs in flight per worker") var concurrency = 200
   @Option(help: "jobs claimed per lease statement") var batch = 100
   @Option(help: "worker instances in this process, each with its own connections") var workers = 1
+  @Option(help: "other ready jobs of a leased URL taken along per lease (the worker's default: 32)")
+  var leaseSiblings = 32
 
   func run() async throws {
     Thumbd.bootstrapLogging()
@@ -88,6 +90,7 @@ struct BenchQueue: AsyncParsableCommand {
         var config = WorkerConfig(databaseURL: url, storageURL: "file:///nonexistent")
         config.concurrency = concurrency
         config.leaseBatch = batch
+        config.leaseSiblings = leaseSiblings
         config.drain = true
         let worker = Worker(config: config, logger: quietLogger("thumbd.bench"), handler: NoopHandler())
         group.addTask { try await worker.run() }

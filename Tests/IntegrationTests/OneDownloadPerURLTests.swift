@@ -61,6 +61,15 @@ struct OneDownloadPerURLTests {
         try sql(database, "SELECT thumbs.enqueue($1, $2)", ["https://origin.example/\(name).jpg", profile])
       }
     }
+    // thumbs.enqueue marked every job of both URLs: each has another live job. A URL named once is not.
+    try sql(database, "SELECT thumbs.enqueue('https://origin.example/alone.jpg', 'default', -1)")
+    #expect(
+      try sql(database, "SELECT source_url, bool_and(shares_source) FROM thumbs.jobs GROUP BY 1 ORDER BY 1")
+        .rows
+        == [
+          ["https://origin.example/a.jpg", "t"], ["https://origin.example/alone.jpg", "f"],
+          ["https://origin.example/b.jpg", "t"],
+        ])
     let pool = BlockingPool(threads: 1, name: "siblings-test")
     defer { pool.shutdown() }
     let queue = JobQueue(client: try await PostgresClient(conninfo: database, pool: pool))
@@ -72,8 +81,10 @@ struct OneDownloadPerURLTests {
     let second = try await queue.lease(workerID: "w2", limit: 1, leaseSeconds: 30, siblings: 1)
     #expect(second.count == 2, "one picked, one sibling: the sibling limit holds")
     #expect(Set(second.map(\.sourceURL)) == ["https://origin.example/b.jpg"])
-    let third = try await queue.lease(workerID: "w3", limit: 5, leaseSeconds: 30, siblings: 0)
+    let third = try await queue.lease(workerID: "w3", limit: 1, leaseSeconds: 30, siblings: 0)
     #expect(third.map(\.sourceURL) == ["https://origin.example/b.jpg"])
+    let last = try await queue.lease(workerID: "w4", limit: 5, leaseSeconds: 30, siblings: 32)
+    #expect(last.map(\.sourceURL) == ["https://origin.example/alone.jpg"])
   }
 
   @Test func twoWorkersDownloadEachOfFourPhotosOnce() async throws {
