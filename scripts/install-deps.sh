@@ -13,6 +13,7 @@ packages=(
   postgresql
   python3
   curl
+  openssl
 )
 
 missing=()

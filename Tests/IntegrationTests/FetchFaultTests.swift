@@ -145,6 +145,23 @@ struct FetchFaultTests {
     _ = try await slow.value
   }
 
+  @Test func aCertificateThatDoesNotVerifyIsRefused() async throws {
+    let tlsOrigin = try TestOrigin(root: fixture.origin.root, tls: true)
+    let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
+    let started = Date()
+    let result = await outcome { () async throws(JobError) in
+      try await fetcher.fetch(tlsOrigin.url("/files/photo.jpg"))
+    }
+    guard case .failure(let error) = result else {
+      Issue.record("a self-signed certificate must not be accepted")
+      return
+    }
+    #expect(error.code == .fetchFailed)
+    #expect(error.message.lowercased().contains("certificate"), "\(error)")
+    #expect(!error.message.contains("tries"), "not retried within the attempt: it would fail the same way")
+    #expect(Date().timeIntervalSince(started) < 2)
+  }
+
   @Test func aSecondDownloadFromTheSameOriginReusesTheConnection() async throws {
     let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
     _ = try await fetcher.fetch(fixture.origin.url("/files/photo.jpg"))

@@ -40,14 +40,36 @@ final class TestOrigin: @unchecked Sendable {
   let port: Int
   let root: URL
 
-  init(root: URL) throws {
+  let scheme: String
+
+  /// `tls`: HTTPS only, with a self-signed certificate made here by openssl (clients must refuse it).
+  init(root: URL, tls: Bool = false) throws {
     self.root = root
+    scheme = tls ? "https" : "http"
     let stdout = Pipe()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [
       "python3", TestDatabase.repoRoot.appendingPathComponent("Tests/Support/origin.py").path, "--root",
       root.path,
     ]
+    if tls {
+      let folder = try makeTemporaryDirectory()
+      let (cert, key) = (
+        folder.appendingPathComponent("cert.pem").path, folder.appendingPathComponent("key.pem").path
+      )
+      let openssl = Process()
+      openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+      openssl.arguments = [
+        "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days",
+        "1",
+        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+      ]
+      openssl.standardError = FileHandle.nullDevice
+      try openssl.run()
+      openssl.waitUntilExit()
+      guard openssl.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+      process.arguments! += ["--tls-cert", cert, "--tls-key", key]
+    }
     process.standardOutput = stdout
     try process.run()
     // The first line is "PORT <n>".
@@ -63,7 +85,7 @@ final class TestOrigin: @unchecked Sendable {
     self.port = port
   }
 
-  func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+  func url(_ path: String) -> String { "\(scheme)://127.0.0.1:\(port)\(path)" }
 
   deinit {
     // SIGKILL and a direct waitpid: Foundation's waitUntilExit spins a run loop that can stall off the

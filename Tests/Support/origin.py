@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """A loopback HTTP origin that misbehaves on request, for thumbd's fetch tests.
 
-    python3 origin.py --root DIR [--port 0]
+    python3 origin.py --root DIR [--port 0] [--tls-cert FILE --tls-key FILE]
 
-Binds 127.0.0.1, prints exactly one line "PORT <n>" on stdout, then serves until killed.
+Binds 127.0.0.1, prints exactly one line "PORT <n>" on stdout, then serves until killed. With
+--tls-cert and --tls-key it speaks HTTPS only (tests use a self-signed certificate a client must refuse).
 Standard library only, so tests need nothing beyond python3.
 
 Routes (all GET unless noted):
@@ -34,6 +35,7 @@ import json
 import mimetypes
 import os
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -57,8 +59,9 @@ EXTRA_TYPES = {
     ".png": "image/png",
 }
 
-# Connection errors from a client that hung up: expected in these tests, never worth a traceback.
-CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
+# Connection errors from a client that hung up (or refused our certificate): expected in these tests,
+# never worth a traceback.
+CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError, ssl.SSLError)
 
 
 class Counters:
@@ -398,11 +401,21 @@ def main():
     parser = argparse.ArgumentParser(description="loopback HTTP origin for thumbd tests")
     parser.add_argument("--root", required=True, help="directory served under /files/")
     parser.add_argument("--port", type=int, default=0, help="TCP port; 0 picks a free one")
+    parser.add_argument("--tls-cert", help="PEM certificate: serve HTTPS")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     args = parser.parse_args()
     if not os.path.isdir(args.root):
         parser.error(f"--root {args.root!r} is not a directory")
 
     server = Server(("127.0.0.1", args.port), args.root)
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        # Handshakes happen in the per-connection thread, so a client that refuses the certificate
+        # cannot stall the accept loop.
+        server.socket = context.wrap_socket(
+            server.socket, server_side=True, do_handshake_on_connect=False
+        )
     print(f"PORT {server.server_address[1]}", flush=True)
     try:
         server.serve_forever()
