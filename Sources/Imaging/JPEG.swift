@@ -13,7 +13,11 @@ public enum JPEG {
     return try result.get()
   }
 
-  public static func encode(_ image: PixelBuffer, quality: Int) throws(JobError) -> [UInt8] {
-    try TurboCompressor().encode(image, quality: quality)
+  public static func encode(
+    _ image: PixelBuffer, quality: Int, progressive: Bool = false
+  ) throws(JobError)
+    -> [UInt8]
+  {
+    try TurboCompressor().encode(image, quality: quality, progressive: progressive)
   }
 }

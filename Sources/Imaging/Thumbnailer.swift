@@ -27,6 +27,18 @@ public struct Thumbnailer: Sendable {
     self.maxPixels = maxPixels
   }
 
+  /// The peak memory `render` is predicted to need for `data` (MemoryCostModel), from its header alone:
+  /// what a worker reserves under `--memory-budget` before decoding. Nil when `render` would refuse the
+  /// bytes before allocating anything large (not a JPEG, no frame header, over `maxPixels`).
+  public func predictedPeak(of data: [UInt8], variants: [VariantSpec]) -> MemoryEstimate? {
+    guard ImageFormat.sniff(data) == .jpeg, let frame = ImageProbe.jpegFrame(data),
+      frame.size.pixels <= maxPixels
+    else { return nil }
+    let orientation = data.withUnsafeBytes { ExifReader.jpegOrientation($0) } ?? .up
+    return MemoryCostModel.jpeg(
+      frame: frame, compressedBytes: data.count, orientation: orientation, variants: variants)
+  }
+
   /// Decodes `data` once, at the smallest DCT scale that still serves the largest variant, and renders
   /// every variant of `variants` from it. Blocks: call it from a BlockingPool thread.
   public func render(

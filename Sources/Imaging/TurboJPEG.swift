@@ -89,9 +89,9 @@ final class TurboCompressor: @unchecked Sendable {
 
   deinit { tjDestroy(handle) }
 
-  /// Baseline JPEG with 4:2:0 chroma and no metadata: TurboJPEG writes only a JFIF header, so no
+  /// Baseline (or, for tests and benchmarks, progressive) JPEG with 4:2:0 chroma and no metadata: TurboJPEG writes only a JFIF header, so no
   /// EXIF, XMP, GPS or comment from the original can reach the output.
-  func encode(_ image: PixelBuffer, quality: Int) throws(JobError) -> [UInt8] {
+  func encode(_ image: PixelBuffer, quality: Int, progressive: Bool = false) throws(JobError) -> [UInt8] {
     var output: UnsafeMutablePointer<UInt8>? = nil
     var length: UInt = 0
     let format = image.channels == 1 ? TJPF_GRAY : TJPF_RGB
@@ -99,7 +99,7 @@ final class TurboCompressor: @unchecked Sendable {
     let status = image.pixels.withUnsafeBufferPointer { src in
       tjCompress2(
         handle, src.baseAddress, Int32(image.width), 0, Int32(image.height), Int32(format.rawValue), &output,
-        &length, Int32(subsampling.rawValue), Int32(quality), 0)
+        &length, Int32(subsampling.rawValue), Int32(quality), progressive ? TJFLAG_PROGRESSIVE : 0)
     }
     defer { if let output { tjFree(output) } }
     guard status == 0, let output else {

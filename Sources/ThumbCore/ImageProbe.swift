@@ -16,30 +16,8 @@ public enum ImageProbe {
     }
   }
 
-  /// Walks the marker segments to the first start-of-frame (SOF0...SOF15 but DHT, JPG and DAC).
-  static func jpeg(_ bytes: [UInt8]) -> PixelSize? {
-    var i = 2
-    while i + 9 < bytes.count {
-      guard bytes[i] == 0xFF else { return nil }
-      let marker = bytes[i + 1]
-      if marker == 0xFF {
-        i += 1  // fill byte
-        continue
-      }
-      if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) {
-        i += 2  // markers without a length
-        continue
-      }
-      let length = Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
-      if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {
-        return positive(
-          Int(bytes[i + 7]) << 8 | Int(bytes[i + 8]), Int(bytes[i + 5]) << 8 | Int(bytes[i + 6]))
-      }
-      guard length >= 2 else { return nil }
-      i += 2 + length
-    }
-    return nil
-  }
+  /// The first start-of-frame's size (SOF0...SOF15 but DHT, JPG and DAC): see `jpegFrame`.
+  static func jpeg(_ bytes: [UInt8]) -> PixelSize? { jpegFrame(bytes)?.size }
 
   static func webp(_ bytes: [UInt8]) -> PixelSize? {
     guard bytes.count >= 30 else { return nil }

@@ -13,10 +13,20 @@ public struct JobProcessor: Sendable {
   public let thumbnailer: Thumbnailer
   public let store: any ThumbnailStore
   public let pool: BlockingPool
+  /// Reserves each job's predicted peak memory before it decodes (`--memory-budget`); nil: no budget.
+  let memory: AdmissionGate?
 
   public init(
     originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool
   ) {
+    self.init(originals: originals, thumbnailer: thumbnailer, store: store, pool: pool, memory: nil)
+  }
+
+  init(
+    originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool,
+    memory: AdmissionGate?
+  ) {
+    self.memory = memory
     self.originals = originals
     self.thumbnailer = thumbnailer
     self.store = store
@@ -31,6 +41,19 @@ public struct JobProcessor: Sendable {
       throw JobError(.invalidProfile, error.description)
     }
     let (original, _) = try await originals.original(for: job.sourceURL)
+    let cost = thumbnailer.predictedPeak(of: original.bytes, variants: profile.variants)?.total ?? 0
+    if let memory, cost > 0 {
+      switch await memory.acquire(cost) {
+      case .granted: break
+      case .cancelled: throw JobError(.internalError, "abandoned while waiting for memory")
+      case .neverFits:
+        throw JobError(
+          .overMemoryBudget,
+          "decoding needs about \(ByteSize.format(cost)), more than the whole --memory-budget of "
+            + "\(ByteSize.format(memory.capacity))")
+      }
+    }
+    defer { if let memory, cost > 0 { memory.release(cost) } }
     let (thumbnailer, store) = (self.thumbnailer, self.store)
     return try await pool.run { () throws(JobError) -> [VariantRecord] in
       let (_, rendered) = try thumbnailer.render(original.bytes, variants: profile.variants)

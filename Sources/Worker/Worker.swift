@@ -37,7 +37,8 @@ public final class Worker: Sendable {
   private let producerWake = WakeSignal()
   private let keeperWake = WakeSignal()
   private let producerDone = Atomic<Bool>(false)
-  private let slots: SlotGate
+  private let slots: AdmissionGate
+  private let memory: AdmissionGate
 
   /// One job's work, run in an unstructured task so that abandoning it (lease lost, hand-back) frees its
   /// slot at once even while a blocking call it made is still running on a pool thread.
@@ -61,7 +62,8 @@ public final class Worker: Sendable {
     self.shutdown = shutdown
     self.logger = logger
     self.handler = handler
-    self.slots = SlotGate(slots: config.concurrency)
+    self.slots = AdmissionGate(capacity: config.concurrency)
+    self.memory = AdmissionGate(capacity: config.memoryBudget)
   }
 
   /// Runs until a stop is requested (then finishes or hands back its jobs), or in drain mode until no job
@@ -125,7 +127,7 @@ public final class Worker: Sendable {
   private func makeProcessor(originals: OriginalSource, pool: BlockingPool) throws -> JobProcessor {
     JobProcessor(
       originals: originals, thumbnailer: Thumbnailer(maxPixels: config.maxPixels),
-      store: try StorageURL.open(config.storageURL), pool: pool)
+      store: try StorageURL.open(config.storageURL), pool: pool, memory: memory)
   }
 
   /// Downloads each URL once for all the jobs here that name it, and writes its `thumbs.originals` row
@@ -200,8 +202,8 @@ public final class Worker: Sendable {
     running.add(1, ordering: .acquiringAndReleasing)
     let result = OneShot<Result<[VariantRecord], JobError>?>()
     let work = Task { [slots] in
-      guard await slots.acquire() else { return }  // abandoned while waiting: already resolved
-      defer { slots.release() }
+      guard await slots.acquire(1) == .granted else { return }  // abandoned while waiting: already resolved
+      defer { slots.release(1) }
       let outcome = await Result { () async throws(JobError) in try await handler.process(job) }
       result.resolve(outcome)
     }

@@ -9,12 +9,12 @@ import Worker
 
 struct Bench: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
-    abstract: "Measure the queue: no-op throughput, and enqueue-to-start latency.",
+    abstract: "Measure the queue (no-op throughput, enqueue-to-start latency) and the memory model.",
     discussion: """
       Both run against DATABASE_URL, which should be a scratch database: they add jobs whose source_url
       starts with bench:// and delete them afterwards. No other worker may be running against it.
       """,
-    subcommands: [BenchQueue.self, BenchLatency.self])
+    subcommands: [BenchQueue.self, BenchLatency.self, BenchMemory.self])
 }
 
 /// A handler that does nothing: what is left is the queue's own cost.

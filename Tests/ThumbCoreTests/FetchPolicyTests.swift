@@ -82,15 +82,17 @@ struct ByteBoundedCacheTests {
 
 struct ImageProbeTests {
   @Test func readsSizesFromHeaders() {
-    // JPEG: SOI, an APP0 segment to skip, then SOF0 with height 0x01E0 (480) and width 0x0280 (640).
+    // JPEG: SOI, an APP0 segment to skip, then SOF0 with height 0x01E0 (480) and width 0x0280 (640),
+    // and three components (id, sampling, table each).
+    let components: [UInt8] = [0x03, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]
     let jpeg: [UInt8] =
       [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 0x00, 0x00, 0xFF, 0xC0, 0x00, 0x11, 0x08, 0x01, 0xE0, 0x02, 0x80]
-      + [UInt8](repeating: 0, count: 12)
+      + components + [UInt8](repeating: 0, count: 4)
     #expect(ImageProbe.pixelSize(jpeg, format: .jpeg) == PixelSize(width: 640, height: 480))
     // A DHT segment (0xC4) is not a frame header and is skipped.
     let withDHT: [UInt8] =
       [0xFF, 0xD8, 0xFF, 0xC4, 0x00, 0x04, 0x00, 0x00, 0xFF, 0xC2, 0x00, 0x11, 0x08, 0x00, 0x10, 0x00, 0x20]
-      + [UInt8](repeating: 0, count: 12)
+      + components + [UInt8](repeating: 0, count: 4)
     #expect(ImageProbe.pixelSize(withDHT, format: .jpeg) == PixelSize(width: 32, height: 16))
 
     var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8)

@@ -1,0 +1,82 @@
+import Testing
+
+@testable import ThumbCore
+
+struct ByteAdmissionTests {
+  @Test func firstComeFirstServedWithoutOvertaking() {
+    var gate = ByteAdmission(capacity: 100)
+    #expect(gate.request(id: 1, bytes: 60) == .granted)
+    #expect(gate.request(id: 2, bytes: 70) == .queued)  // does not fit next to 1
+    #expect(gate.request(id: 3, bytes: 10) == .queued, "would fit, but must not overtake 2")
+    #expect(gate.request(id: 4, bytes: 101) == .neverFits)
+    #expect(gate.release(bytes: 60) == [2, 3], "2 first, then 3 fits beside it")
+    #expect(gate.inUse == 80)
+    #expect(gate.release(bytes: 70) == [])
+    #expect(gate.inUse == 10)
+  }
+
+  @Test func aWithdrawnRequestUnblocksThoseBehindIt() {
+    var gate = ByteAdmission(capacity: 100)
+    #expect(gate.request(id: 1, bytes: 50) == .granted)
+    #expect(gate.request(id: 2, bytes: 80) == .queued)
+    #expect(gate.request(id: 3, bytes: 20) == .queued)
+    let (wasQueued, granted) = gate.cancel(id: 2)
+    #expect(wasQueued && granted == [3])
+    #expect(gate.cancel(id: 2).wasQueued == false)
+    #expect(gate.inUse == 70 && gate.queuedCount == 0)
+  }
+}
+
+struct MemoryCostModelTests {
+  let variants = Profile.default.variants
+
+  @Test func progressiveFilesPayForEveryCoefficient() {
+    // 100 megapixels, three components: 12,500 x 8,000 px = 1,563 x 1,000 blocks x 64 x 2 bytes x 3.
+    let frame = JPEGFrame(
+      size: PixelSize(width: 12_500, height: 8_000), sampling: Array(repeating: .init(1, 1), count: 3),
+      progressive: true)
+    let progressive = MemoryCostModel.jpeg(
+      frame: frame, compressedBytes: 30_000_000, orientation: .up, variants: variants)
+    #expect(progressive.coefficients == 600_192_000)
+    var baselineFrame = frame
+    baselineFrame.progressive = false
+    let baseline = MemoryCostModel.jpeg(
+      frame: baselineFrame, compressedBytes: 30_000_000, orientation: .up, variants: variants)
+    #expect(baseline.coefficients == 0)
+    // 1600 px from 12,500 is a 0.128 scale: 1/2 leaves the resampler its 2x margin, 1/4 would not:
+    // 6,250 x 4,000 x 3 bytes.
+    #expect(baseline.decoded == 75_000_000)
+    #expect(baseline.total < 160_000_000, "\(baseline)")
+    // Decoding holds file, coefficients and pixels together; rendering comes after the coefficients
+    // are freed.
+    #expect(progressive.total == Int(Double(30_000_000 + 600_192_000 + 75_000_000) * 1.1))
+    // 4:2:0 keeps a quarter of the chroma blocks, in whole 16x16 MCUs: 782 x 500 MCUs x (4 + 1 + 1).
+    var subsampled = frame
+    subsampled.sampling = [.init(2, 2), .init(1, 1), .init(1, 1)]
+    #expect(subsampled.coefficientBlocks == 782 * 500 * 6)
+  }
+
+  @Test func aRotatedDecodeCountsItsCopy() {
+    let frame = JPEGFrame(
+      size: PixelSize(width: 1200, height: 900), sampling: [.init(2, 2), .init(1, 1), .init(1, 1)],
+      progressive: false)
+    let upright = MemoryCostModel.jpeg(frame: frame, compressedBytes: 1, orientation: .up, variants: variants)
+    let rotated = MemoryCostModel.jpeg(
+      frame: frame, compressedBytes: 1, orientation: .rotated90Clockwise, variants: variants)
+    #expect(upright.decoded == 1200 * 900 * 3 && upright.orientedCopy == 0)
+    #expect(rotated.orientedCopy == upright.decoded)
+    #expect(upright.rendering > 0)
+  }
+
+  @Test func readsTheFrameHeader() {
+    // SOF2 (progressive), height 8000 (0x1F40), width 12500 (0x30D4), 3 components: Y 2x2, Cb and Cr 1x1.
+    let bytes: [UInt8] =
+      [0xFF, 0xD8, 0xFF, 0xC2, 0x00, 0x11, 0x08, 0x1F, 0x40, 0x30, 0xD4, 0x03]
+      + [1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1] + [UInt8](repeating: 0, count: 4)
+    #expect(
+      ImageProbe.jpegFrame(bytes)
+        == JPEGFrame(
+          size: PixelSize(width: 12_500, height: 8_000), sampling: [.init(2, 2), .init(1, 1), .init(1, 1)],
+          progressive: true))
+  }
+}
