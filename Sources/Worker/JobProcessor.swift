@@ -49,8 +49,8 @@ public struct JobProcessor: Sendable {
       case .neverFits:
         throw JobError(
           .overMemoryBudget,
-          "decoding needs about \(ByteSize.format(cost)), more than the whole --memory-budget of "
-            + "\(ByteSize.format(memory.capacity))")
+          "decoding needs about \(ByteSize.format(cost)), more than the \(ByteSize.format(memory.capacity)) "
+            + "--memory-budget leaves for decoding (the original cache takes the rest)")
       }
     }
     defer { if let memory, cost > 0 { memory.release(cost) } }

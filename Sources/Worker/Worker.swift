@@ -63,7 +63,7 @@ public final class Worker: Sendable {
     self.logger = logger
     self.handler = handler
     self.slots = AdmissionGate(capacity: config.concurrency)
-    self.memory = AdmissionGate(capacity: config.memoryBudget)
+    self.memory = AdmissionGate(capacity: config.decodeBudget)
   }
 
   /// Runs until a stop is requested (then finishes or hands back its jobs), or in drain mode until no job
@@ -134,7 +134,9 @@ public final class Worker: Sendable {
   /// after every download or revalidation (hashing on the pool; a failed write is logged, not fatal).
   private func makeOriginalSource(recordingWith writer: JobQueue, pool: BlockingPool) -> OriginalSource {
     let fetcher = Fetcher(limits: config.fetch, addressGuard: config.addressGuard)
-    return OriginalSource(fetcher: fetcher, settings: config.originals) {
+    var settings = config.originals
+    settings.cacheBytes = config.effectiveOriginalCacheBytes
+    return OriginalSource(fetcher: fetcher, settings: settings) {
       [logger, workerID = config.workerID] url, original, delivery in
       let record = await pool.run { OriginalRecord(url: url, original) }
       do {

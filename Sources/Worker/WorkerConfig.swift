@@ -11,8 +11,15 @@ public struct WorkerConfig: Sendable {
   public var drain = false
   public var leaseSeconds: Double = 60
   public var fetch = FetchLimits()
-  /// The per-worker cache of recent originals and how long a copy is used without revalidating.
+  /// How long a cached original is used without revalidating. Its size is `originalCacheBytes`.
   public var originals = OriginalSource.Settings()
+  /// Bytes of recent originals kept for other jobs of the same URL (`--original-cache`); nil: a quarter
+  /// of `memoryBudget`. The cache is part of the budget: decoding gets what it leaves.
+  public var originalCacheBytes: Int?
+
+  public var effectiveOriginalCacheBytes: Int { originalCacheBytes ?? memoryBudget / 4 }
+  /// What the memory gate admits decodes against: the budget less the cache.
+  public var decodeBudget: Int { max(0, memoryBudget - effectiveOriginalCacheBytes) }
   /// Ready jobs for URLs a lease already names that come along with it (docs/fetching.md).
   public var leaseSiblings = 32
   public var maxPixels = 100_000_000

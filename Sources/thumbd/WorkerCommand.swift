@@ -25,7 +25,10 @@ struct WorkerCommand: AsyncParsableCommand {
   @Option(help: "tries per attempt for transient download failures (THUMBD_FETCH_TRIES; default 3)")
   var fetchTries: Int?
   @Option(help: "largest original, e.g. 50MiB (THUMBD_MAX_DOWNLOAD_BYTES)") var maxDownloadBytes: String?
-  @Option(help: "bytes of recent originals kept for reuse, 0 = off (THUMBD_ORIGINAL_CACHE; default 128MiB)")
+  @Option(
+    help:
+      "bytes of recent originals kept for reuse, part of the memory budget; 0 = off (THUMBD_ORIGINAL_CACHE; default: a quarter of the budget)"
+  )
   var originalCache: String?
   @Option(
     help:
@@ -108,7 +111,10 @@ struct WorkerCommand: AsyncParsableCommand {
       guard let bytes = ByteSize.parse(value), bytes >= 0 else {
         throw ValidationError("--original-cache: '\(value)' is not a size")
       }
-      config.originals.cacheBytes = bytes
+      config.originalCacheBytes = bytes
+    }
+    guard config.effectiveOriginalCacheBytes < config.memoryBudget else {
+      throw ValidationError("--original-cache must be smaller than --memory-budget, which it is part of")
     }
     if let value = setting(leaseSiblings.map(String.init), "LEASE_SIBLINGS") {
       guard let n = Int(value), (0...1000).contains(n) else {
