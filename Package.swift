@@ -27,6 +27,8 @@ let package = Package(
     .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     // curl_easy_setopt/getinfo are variadic, which Swift cannot call: typed wrappers live here.
     .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
+    // mallopt, whose header Swift's Glibc module leaves out.
+    .target(name: "CMallocShim"),
 
     // Pure logic, no I/O: profiles, planning, geometry, EXIF, errors, retry policy.
     .target(name: "ThumbCore", swiftSettings: strict),
@@ -53,7 +55,7 @@ let package = Package(
     .executableTarget(
       name: "thumbd",
       dependencies: [
-        "ThumbCore", "Blocking", "Imaging", "Queue", "Worker", "Storage",
+        "ThumbCore", "Blocking", "Imaging", "Queue", "Worker", "Storage", "CMallocShim",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
       ],

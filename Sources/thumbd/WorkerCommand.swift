@@ -27,7 +27,7 @@ struct WorkerCommand: AsyncParsableCommand {
   @Option(help: "largest original, e.g. 50MiB (THUMBD_MAX_DOWNLOAD_BYTES)") var maxDownloadBytes: String?
   @Option(
     help:
-      "bytes of recent originals kept for reuse, part of the memory budget; 0 = off (THUMBD_ORIGINAL_CACHE; default: a quarter of the budget)"
+      "bytes of recent originals kept for reuse, part of the memory budget; 0 = off (THUMBD_ORIGINAL_CACHE; default: an eighth of the budget)"
   )
   var originalCache: String?
   @Option(
@@ -53,6 +53,7 @@ struct WorkerCommand: AsyncParsableCommand {
   func run() async throws {
     Thumbd.bootstrapLogging()
     let config = try makeConfig()
+    Allocator.tuneForLargeBuffers()
     let worker = Worker(config: config, logger: Logger(label: "thumbd.worker"))
     let signals = installSignalHandlers(worker.shutdown)
     let totals = try await worker.run()
