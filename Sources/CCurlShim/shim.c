@@ -24,9 +24,6 @@ CURLcode thumbd_curl_setopt_header_function(CURL *handle, thumbd_curl_data_callb
 CURLcode thumbd_curl_setopt_prereq_function(CURL *handle, thumbd_curl_prereq_callback callback) {
   return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
 }
-CURLcode thumbd_curl_setopt_xferinfo_function(CURL *handle, thumbd_curl_xferinfo_callback callback) {
-  return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
-}
 CURLcode thumbd_curl_setopt_opensocket_function(CURL *handle, thumbd_curl_opensocket_callback callback) {
   return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
 }

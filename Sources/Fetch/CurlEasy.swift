@@ -10,8 +10,8 @@ enum CurlGlobal {
   static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
 }
 
-/// Set when the job a download belongs to is abandoned (cancelled, lease lost, handed back). curl's
-/// callbacks check it, so the transfer stops within about a second instead of running to its timeout.
+/// Set when the job a download belongs to is abandoned (cancelled, lease lost, handed back). CurlMulti is
+/// woken when it is set and removes the transfer at once, instead of letting it run to its timeout.
 final class TransferCancellation: Sendable {
   private let flag = Atomic<Bool>(false)
 
@@ -193,10 +193,4 @@ let checkConnectedAddress: thumbd_curl_prereq_callback = { userdata, primaryIP, 
     return thumbd_curl_prereq_abort()
   }
   return thumbd_curl_prereq_ok()
-}
-
-/// Called by curl about once a second even when no data flows: a cancelled transfer stops here.
-let checkCancellation: thumbd_curl_xferinfo_callback = { userdata, _, _, _, _ in
-  let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
-  return state.cancellation.isCancelled ? 1 : 0
 }

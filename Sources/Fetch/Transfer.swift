@@ -62,9 +62,7 @@ final class Transfer: @unchecked Sendable {
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_OPENSOCKETDATA, userdata)
     _ = thumbd_curl_setopt_prereq_function(easy.handle, checkConnectedAddress)
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_PREREQDATA, userdata)
-    easy.set(CURLOPT_NOPROGRESS, 0)  // turns the progress callback on, for cancellation
-    _ = thumbd_curl_setopt_xferinfo_function(easy.handle, checkCancellation)
-    _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_XFERINFODATA, userdata)
+    // No progress callback for cancellation: CurlMulti removes a cancelled transfer itself, at once.
   }
 
   /// Called once, by the CurlMulti thread, after the handle left the multi handle.

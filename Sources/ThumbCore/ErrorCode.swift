@@ -46,3 +46,10 @@ public struct JobError: Error, Sendable, Equatable, CustomStringConvertible {
 
   public var description: String { "\(code.rawValue): \(message)" }
 }
+
+extension Result where Failure == JobError {
+  /// The outcome of an async call that throws a JobError (Result(catching:) takes no async closure).
+  public init(_ body: () async throws(JobError) -> Success) async {
+    do { self = .success(try await body()) } catch { self = .failure(error) }
+  }
+}

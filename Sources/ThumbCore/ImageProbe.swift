@@ -1,9 +1,10 @@
-/// The pixel size an image file declares in its header, read without decoding: for the
-/// `thumbs.originals` row, written as soon as a download lands. HEIF/AVIF are left to libheif.
+/// What an image file declares in its header, read without decoding: the pixel size for the
+/// `thumbs.originals` row, written as soon as a download lands, and a JPEG's frame for the memory cost
+/// model. HEIF/AVIF are left to libheif.
 public enum ImageProbe {
   public static func pixelSize(_ bytes: [UInt8], format: ImageFormat) -> PixelSize? {
     switch format {
-    case .jpeg: return jpeg(bytes)
+    case .jpeg: return jpegFrame(bytes)?.size
     case .png:
       // IHDR is the first chunk: width and height big-endian at offsets 16 and 20.
       guard bytes.count >= 24 else { return nil }
@@ -16,8 +17,43 @@ public enum ImageProbe {
     }
   }
 
-  /// The first start-of-frame's size (SOF0...SOF15 but DHT, JPG and DAC): see `jpegFrame`.
-  static func jpeg(_ bytes: [UInt8]) -> PixelSize? { jpegFrame(bytes)?.size }
+  /// The first start-of-frame of a JPEG (SOF0...SOF15 but DHT, JPG and DAC): stored size, each
+  /// component's sampling factors, progressive or not.
+  public static func jpegFrame(_ bytes: [UInt8]) -> JPEGFrame? {
+    var i = 2
+    while i + 9 < bytes.count {
+      guard bytes[i] == 0xFF else { return nil }
+      let marker = bytes[i + 1]
+      if marker == 0xFF {
+        i += 1
+        continue
+      }
+      if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) {
+        i += 2
+        continue
+      }
+      let length = Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
+      if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {
+        let height = Int(bytes[i + 5]) << 8 | Int(bytes[i + 6])
+        let width = Int(bytes[i + 7]) << 8 | Int(bytes[i + 8])
+        guard width > 0, height > 0 else { return nil }
+        // SOF2, SOF6, SOF10 and SOF14 are the progressive processes.
+        let progressive = [0xC2, 0xC6, 0xCA, 0xCE].contains(marker)
+        let count = Int(bytes[i + 9])
+        // Each component: id, sampling factors (high nibble horizontal), quantisation table.
+        guard count > 0, i + 10 + 3 * count <= bytes.count else { return nil }
+        let sampling = (0..<count).map { k in
+          let factors = bytes[i + 11 + 3 * k]
+          return JPEGFrame.Sampling(max(1, Int(factors >> 4)), max(1, Int(factors & 0x0F)))
+        }
+        return JPEGFrame(
+          size: PixelSize(width: width, height: height), sampling: sampling, progressive: progressive)
+      }
+      guard length >= 2 else { return nil }
+      i += 2 + length
+    }
+    return nil
+  }
 
   static func webp(_ bytes: [UInt8]) -> PixelSize? {
     guard bytes.count >= 30 else { return nil }

@@ -3,8 +3,8 @@ import ThumbCore
 
 /// Waits until a weighted share of a capacity is free, first come first served (ByteAdmission's rules).
 /// The worker has two: job slots (capacity `--concurrency`, weight 1 per job; a worker can hold more
-/// jobs than that, since a lease takes a URL's other jobs along) and memory (capacity
-/// `--memory-budget`, weight a job's predicted peak bytes).
+/// jobs than that, since a lease takes a URL's other jobs along) and memory (capacity `--memory-budget`
+/// less the original cache, weight a job's predicted peak bytes).
 final class AdmissionGate: Sendable {
   private struct State {
     var admission: ByteAdmission

@@ -372,9 +372,3 @@ extension Logger {
     return copy
   }
 }
-
-extension Result where Failure == JobError {
-  init(_ body: () async throws(JobError) -> Success) async {
-    do { self = .success(try await body()) } catch { self = .failure(error) }
-  }
-}

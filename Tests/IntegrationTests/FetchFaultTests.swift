@@ -36,7 +36,7 @@ struct FetchFaultTests {
     let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
     let url = url ?? fixture.origin.url(expectation.path)
     let started = Date()
-    let result = await outcome { () async throws(JobError) in try await fetcher.fetch(url) }
+    let result = await Result { () async throws(JobError) in try await fetcher.fetch(url) }
     let elapsed = Date().timeIntervalSince(started)
     switch (result, expectation.code) {
     case (.success(let original), nil):
@@ -71,7 +71,7 @@ struct FetchFaultTests {
     // Longer than the cap (3 s here): the attempt ends at once, carrying the origin's wish to the queue.
     let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
     let started = Date()
-    let result = await outcome { () async throws(JobError) in
+    let result = await Result { () async throws(JobError) in
       try await fetcher.fetch(fixture.origin.url("/retry-after/120/photo.jpg"))
     }
     #expect(Date().timeIntervalSince(started) < 1)
@@ -149,7 +149,7 @@ struct FetchFaultTests {
     let tlsOrigin = try TestOrigin(root: fixture.origin.root, tls: true)
     let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
     let started = Date()
-    let result = await outcome { () async throws(JobError) in
+    let result = await Result { () async throws(JobError) in
       try await fetcher.fetch(tlsOrigin.url("/files/photo.jpg"))
     }
     guard case .failure(let error) = result else {
@@ -169,9 +169,4 @@ struct FetchFaultTests {
     #expect(
       try await fixture.origin.connectionCount() == 1, "both downloads and the count query on one connection")
   }
-}
-
-/// A typed-throwing call's outcome as a Result (Result(catching:) takes no async closure).
-func outcome<T>(_ body: () async throws(JobError) -> T) async -> Result<T, JobError> {
-  do { return .success(try await body()) } catch { return .failure(error) }
 }

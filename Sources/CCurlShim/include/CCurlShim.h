@@ -8,8 +8,6 @@
 typedef size_t (*thumbd_curl_data_callback)(char *data, size_t size, size_t nmemb, void *userdata);
 typedef int (*thumbd_curl_prereq_callback)(void *userdata, char *conn_primary_ip, char *conn_local_ip,
                                            int conn_primary_port, int conn_local_port);
-typedef int (*thumbd_curl_xferinfo_callback)(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
-                                             curl_off_t ultotal, curl_off_t ulnow);
 
 typedef curl_socket_t (*thumbd_curl_opensocket_callback)(void *userdata, curlsocktype purpose,
                                                          struct curl_sockaddr *address);
@@ -22,7 +20,6 @@ CURLcode thumbd_curl_setopt_slist(CURL *handle, CURLoption option, struct curl_s
 CURLcode thumbd_curl_setopt_write_function(CURL *handle, thumbd_curl_data_callback callback);
 CURLcode thumbd_curl_setopt_header_function(CURL *handle, thumbd_curl_data_callback callback);
 CURLcode thumbd_curl_setopt_prereq_function(CURL *handle, thumbd_curl_prereq_callback callback);
-CURLcode thumbd_curl_setopt_xferinfo_function(CURL *handle, thumbd_curl_xferinfo_callback callback);
 CURLcode thumbd_curl_setopt_opensocket_function(CURL *handle, thumbd_curl_opensocket_callback callback);
 
 CURLcode thumbd_curl_getinfo_long(CURL *handle, CURLINFO info, long *out);
