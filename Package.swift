@@ -25,6 +25,10 @@ let package = Package(
     .systemLibrary(
       name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
     .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+    .systemLibrary(name: "CLibHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
+    .systemLibrary(name: "CSpng", pkgConfig: "spng", providers: [.apt(["libspng-dev"])]),
+    .systemLibrary(name: "CWebP", pkgConfig: "libwebpdemux", providers: [.apt(["libwebp-dev"])]),
+    .systemLibrary(name: "CLCMS2", pkgConfig: "lcms2", providers: [.apt(["liblcms2-dev"])]),
     // curl_easy_setopt/getinfo are variadic, which Swift cannot call: typed wrappers live here.
     .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
     // mallopt, whose header Swift's Glibc module leaves out.
@@ -35,7 +39,10 @@ let package = Package(
     // Runs blocking C calls on threads of our own, off Swift's cooperative pool.
     .target(name: "Blocking", swiftSettings: strict),
     .target(
-      name: "Imaging", dependencies: ["ThumbCore", "CTurboJPEG"], swiftSettings: strict),
+      name: "Imaging", dependencies: ["ThumbCore", "CTurboJPEG", "CLibHeif", "CSpng", "CWebP", "CLCMS2"],
+      // Optimised in debug builds too: unoptimised SIMD code is a hundred times slower, and the tests
+      // (built in debug) resample real photographs.
+      swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     .target(
       name: "Queue",
       dependencies: ["ThumbCore", "Blocking", "CLibPQ", .product(name: "Logging", package: "swift-log")],

@@ -9,6 +9,9 @@ packages=(
   libcurl4-openssl-dev
   libturbojpeg0-dev
   libheif-dev
+  libspng-dev
+  libwebp-dev
+  liblcms2-dev
   libssl-dev
   postgresql
   python3

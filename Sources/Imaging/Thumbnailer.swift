@@ -13,9 +13,15 @@ public struct SourceInfo: Sendable {
   public var format: ImageFormat
   /// Upright size at full resolution.
   public var size: PixelSize
+  /// The turn thumbd applied (HEIF: `.up`, libheif applies the file's own transforms).
   public var orientation: Orientation
-  /// The DCT scale denominator used for decoding (1 = full size).
+  /// The JPEG DCT scale denominator used for decoding (1 = full size; 1 for other formats).
   public var decodeDenominator: Int
+  /// How the decode was reduced on load: "1/4", "thumbnail 512x384", "scaled to 800x600", "1/1".
+  public var reduction: String
+  public var hasAlpha: Bool
+  /// The original's ThumbHash, base64: a placeholder apps show while a thumbnail loads.
+  public var thumbHash: String
 }
 
 public struct Thumbnailer: Sendable {
@@ -39,59 +45,59 @@ public struct Thumbnailer: Sendable {
       frame: frame, compressedBytes: data.count, orientation: orientation, variants: variants)
   }
 
-  /// Decodes `data` once, at the smallest DCT scale that still serves the largest variant, and renders
-  /// every variant of `variants` from it. Blocks: call it from a BlockingPool thread.
+  /// Decodes `data` once, at the smallest size that still serves the largest variant, and renders every
+  /// variant of `variants` from it, plus the original's ThumbHash. Blocks: call it from a BlockingPool
+  /// thread.
   public func render(
     _ data: [UInt8], variants: [VariantSpec]
   ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
-    guard let format = ImageFormat.sniff(data) else {
-      throw JobError(.unsupportedFormat, "the bytes are not an image format thumbd knows")
-    }
-    guard format == .jpeg else {
-      throw JobError(.unsupportedFormat, "\(format.rawValue) originals are not supported yet")
-    }
-    let decompressor = try TurboDecompressor()
-    // withUnsafeBytes rethrows untyped errors, so the closure hands back a Result instead.
-    let decoded = data.withUnsafeBytes { bytes in
-      Result { () throws(JobError) -> (SourceInfo, PixelBuffer) in
-        let header = try decompressor.header(bytes)
-        guard header.size.pixels <= maxPixels else {
-          throw JobError(
-            .tooLarge, "\(header.size) is \(header.size.pixels) pixels, over the limit of \(maxPixels)")
-        }
-        let orientation = ExifReader.jpegOrientation(bytes) ?? .up
-        let uprightSize = orientation.uprightSize(of: header.size)
-        let denominator = RenderPlanner.decodeDenominator(source: uprightSize, variants: variants)
-        let decoded = try decompressor.decode(bytes, header: header, denominator: denominator)
-        let info = SourceInfo(
-          format: format, size: uprightSize, orientation: orientation, decodeDenominator: denominator)
-        return (info, decoded.oriented(orientation))
-      }
-    }
-    let (info, upright) = try decoded.get()
-    return (info, try renderVariants(from: upright, original: info.size, variants: variants))
-  }
+    let decoder = try SourceDecoders.make(data, maxPixels: maxPixels)
+    let header = decoder.header
+    let upright = header.uprightSize
+    // The ThumbHash is one more (tiny) variant of the cascade; its result is hashed, not encoded.
+    let all =
+      variants + [
+        VariantSpec(
+          name: "", width: ThumbHash.maxSide, height: ThumbHash.maxSide, fit: .inside, format: .png,
+          quality: 100)
+      ]
+    let decoded = try decoder.decode(
+      requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants))
+    let output = OutputStage(header: header, model: decoded.image.model)
+    let orientation = header.orientation
+    let steps = RenderPlanner.steps(
+      original: upright, decoded: orientation.uprightSize(of: decoded.image.size), variants: all)
 
-  /// Resamples and encodes every variant, largest first, each from the smallest adequate earlier result.
-  func renderVariants(
-    from decoded: PixelBuffer, original: PixelSize, variants: [VariantSpec]
-  ) throws(JobError)
-    -> [RenderedVariant]
-  {
-    let steps = RenderPlanner.steps(original: original, decoded: decoded.size, variants: variants)
-    let compressor = try TurboCompressor()
-    var images: [Int: PixelBuffer] = [:]
+    var images: [Int: PlanarImage] = [:]  // results later steps read, in stored orientation
     var rendered: [RenderedVariant?] = Array(repeating: nil, count: variants.count)
+    var thumbHash = ""
     for step in steps {
-      let source = step.source.flatMap { images[$0] } ?? decoded
-      let image = Resampler.resample(source, region: step.region, to: step.output)
-      let spec = variants[step.variant]
-      let bytes = try compressor.encode(image, quality: spec.quality)
-      rendered[step.variant] = RenderedVariant(
-        name: spec.name, size: image.size, format: spec.format, data: bytes)
-      // Keep only what a later step may read.
+      let source = step.source.flatMap { images[$0] } ?? decoded.image
+      let region = orientation.storedRegion(step.region, upright: orientation.uprightSize(of: source.size))
+      let size = orientation.uprightSize(of: step.output)  // the output as stored (a swap undoes a swap)
+      let isHash = step.variant == variants.count
+      let spec = all[step.variant]
+      let format = spec.format.resolved(sourceHasAlpha: header.hasAlpha)
+      let direct = !isHash && output.encodesPlanes(format)
+      let image = Resampler.resample(
+        source, region: region, to: size,
+        outputSubsampling: direct
+          ? output.planeSubsampling(spec.subsampling) : Array(repeating: .none, count: source.planes.count))
+      if isHash {
+        thumbHash = output.thumbHash(of: image, orientation: orientation)
+      } else {
+        let bytes = try output.encode(
+          image, orientation: orientation, spec: spec, format: format, direct: direct)
+        rendered[step.variant] = RenderedVariant(
+          name: spec.name, size: step.output, format: format, data: bytes)
+      }
+      // Keep only what a later step reads.
       if steps.contains(where: { $0.source == step.variant }) { images[step.variant] = image }
     }
-    return rendered.compactMap { $0 }
+    let info = SourceInfo(
+      format: header.format, size: upright, orientation: orientation,
+      decodeDenominator: decoded.reduction.hasPrefix("1/") ? Int(decoded.reduction.dropFirst(2)) ?? 1 : 1,
+      reduction: decoded.reduction, hasAlpha: header.hasAlpha, thumbHash: thumbHash)
+    return (info, rendered.compactMap { $0 })
   }
 }

@@ -73,6 +73,9 @@ public struct VariantLayout: Hashable, Sendable {
       let cropH = min(h, Double(output.height) / scale)
       let region = Region(x: (w - cropW) / 2, y: (h - cropH) / 2, width: cropW, height: cropH)
       return VariantLayout(region: region, output: output)
+    case .fill:
+      let output = PixelSize(width: min(box.width, source.width), height: min(box.height, source.height))
+      return VariantLayout(region: Region(source), output: output)
     }
   }
 }

@@ -31,3 +31,27 @@ public enum Orientation: Int, Sendable, CaseIterable {
     }
   }
 }
+
+extension Orientation {
+  /// The rectangle of the stored image that shows as `region` of the upright image, whose size is
+  /// `upright`. Continuous coordinates: the pixel-centre form of storedCoordinate(x:y:w:h:).
+  public func storedRegion(_ region: Region, upright: PixelSize) -> Region {
+    let stored = uprightSize(of: upright)  // the inverse of a swap is a swap
+    let (w, h) = (Double(stored.width), Double(stored.height))
+    func map(_ x: Double, _ y: Double) -> (Double, Double) {
+      switch self {
+      case .up: return (x, y)
+      case .mirrored: return (w - x, y)
+      case .rotated180: return (w - x, h - y)
+      case .mirroredVertically: return (x, h - y)
+      case .transposed: return (y, x)
+      case .rotated90Clockwise: return (y, h - x)
+      case .transverse: return (w - y, h - x)
+      case .rotated90CounterClockwise: return (w - y, x)
+      }
+    }
+    let a = map(region.x, region.y)
+    let b = map(region.x + region.width, region.y + region.height)
+    return Region(x: min(a.0, b.0), y: min(a.1, b.1), width: abs(b.0 - a.0), height: abs(b.1 - a.1))
+  }
+}

@@ -4,23 +4,45 @@ public enum Fit: String, Sendable, Codable, CaseIterable {
   case inside
   /// The box filled completely; what overflows is cropped equally from both sides (centre crop).
   case cover
+  /// The whole picture stretched to the box, ignoring its aspect ratio (each side capped at the
+  /// source's, so nothing is upscaled).
+  case fill
 }
 
-/// The encoding of a variant.
+/// The encoding of a rendered variant.
 public enum OutputFormat: String, Sendable, Codable, CaseIterable {
-  case jpeg
+  case jpeg, webp, png
 
   public var fileExtension: String {
     switch self {
     case .jpeg: return "jpg"
+    case .webp: return "webp"
+    case .png: return "png"
     }
   }
 
-  public var contentType: String {
+  public var contentType: String { "image/\(rawValue)" }
+}
+
+/// The encoding a profile asks for: a format, or `auto` (PNG when the original has transparency,
+/// JPEG otherwise).
+public enum VariantFormat: String, Sendable, Codable, CaseIterable {
+  case jpeg, webp, png, auto
+
+  public func resolved(sourceHasAlpha: Bool) -> OutputFormat {
     switch self {
-    case .jpeg: return "image/jpeg"
+    case .jpeg: return .jpeg
+    case .webp: return .webp
+    case .png: return .png
+    case .auto: return sourceHasAlpha ? .png : .jpeg
     }
   }
+}
+
+/// JPEG chroma subsampling: 4:2:0 (half-resolution colour, the usual choice for photos) or 4:4:4.
+public enum ChromaSubsampling: String, Sendable, Codable, CaseIterable {
+  case s420 = "4:2:0"
+  case s444 = "4:4:4"
 }
 
 /// One thumbnail a profile asks for.
@@ -29,16 +51,26 @@ public struct VariantSpec: Sendable, Hashable, Codable {
   public var width: Int
   public var height: Int
   public var fit: Fit
-  public var format: OutputFormat
+  public var format: VariantFormat
+  /// JPEG and WebP quality, 1-100 (PNG is lossless and ignores it).
   public var quality: Int
+  /// JPEG only.
+  public var subsampling: ChromaSubsampling
+  /// JPEG only: progressive scans (smaller for large variants, shown coarse-to-fine while loading).
+  public var progressive: Bool
 
-  public init(name: String, width: Int, height: Int, fit: Fit, format: OutputFormat, quality: Int) {
+  public init(
+    name: String, width: Int, height: Int, fit: Fit, format: VariantFormat, quality: Int,
+    subsampling: ChromaSubsampling = .s420, progressive: Bool = false
+  ) {
     self.name = name
     self.width = width
     self.height = height
     self.fit = fit
     self.format = format
     self.quality = quality
+    self.subsampling = subsampling
+    self.progressive = progressive
   }
 
   public var box: PixelSize { PixelSize(width: width, height: height) }

@@ -2,7 +2,9 @@ public import Foundation
 
 /// Reads and validates the JSON of `thumbs.profiles.spec`:
 /// `{"variants": [{"name": "large", "width": 1600, "height": 1600, "fit": "inside", "format": "jpeg",
-/// "quality": 82}, ...]}`. `fit` defaults to `inside`, `format` to `jpeg`, `quality` to 82.
+/// "quality": 82}, ...]}`. `fit` (inside, cover, fill) defaults to `inside`, `format` (jpeg, webp, png,
+/// auto) to `jpeg`, `quality` to 82, `subsampling` ("4:2:0" or "4:4:4", JPEG only) to "4:2:0",
+/// `progressive` (JPEG only) to false. Unknown keys are refused, so a misspelt option is not ignored.
 /// Every problem is reported with the variant and field it concerns, since operators write these by hand.
 public enum ProfileSpec {
   public static let maxDimension = 8192
@@ -24,7 +26,13 @@ public enum ProfileSpec {
     var fit: String?
     var format: String?
     var quality: Int?
+    var subsampling: String?
+    var progressive: Bool?
   }
+
+  static let variantKeys: Set<String> = [
+    "name", "width", "height", "fit", "format", "quality", "subsampling", "progressive",
+  ]
 
   public static func parse(name: String, json: Data) throws(Invalid) -> Profile {
     let raw: RawSpec
@@ -35,6 +43,19 @@ public enum ProfileSpec {
     }
     guard let rawVariants = raw.variants, !rawVariants.isEmpty else {
       throw Invalid(profile: name, reason: "spec needs a non-empty \"variants\" array")
+    }
+    let keySets =
+      ((try? JSONSerialization.jsonObject(with: json)) as? [String: Any])?["variants"] as? [[String: Any]]
+      ?? []
+    for (index, keys) in keySets.enumerated() {
+      let unknown = Set(keys.keys).subtracting(variantKeys).sorted()
+      if let first = unknown.first {
+        let label = (keys["name"] as? String).map { "variant '\($0)'" } ?? "variant #\(index + 1)"
+        throw Invalid(
+          profile: name,
+          reason:
+            "\(label): unknown key \"\(first)\" (known: \(variantKeys.sorted().joined(separator: ", ")))")
+      }
     }
     var seen = Set<String>()
     var variants: [VariantSpec] = []
@@ -51,15 +72,24 @@ public enum ProfileSpec {
       guard let fit = Fit(rawValue: v.fit ?? "inside") else {
         throw fail("\"fit\" must be one of \(Fit.allCases.map(\.rawValue).joined(separator: ", "))")
       }
-      guard let format = OutputFormat(rawValue: v.format ?? "jpeg") else {
+      guard let format = VariantFormat(rawValue: v.format ?? "jpeg") else {
         throw fail(
-          "\"format\" must be one of \(OutputFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+          "\"format\" must be one of \(VariantFormat.allCases.map(\.rawValue).joined(separator: ", "))")
       }
       let quality = v.quality ?? 82
       guard (1...100).contains(quality) else { throw fail("\"quality\" must be from 1 to 100") }
+      guard let subsampling = ChromaSubsampling(rawValue: v.subsampling ?? "4:2:0") else {
+        throw fail(
+          "\"subsampling\" must be one of \(ChromaSubsampling.allCases.map(\.rawValue).joined(separator: ", "))"
+        )
+      }
+      if format != .jpeg && (v.subsampling != nil || v.progressive != nil) {
+        throw fail("\"subsampling\" and \"progressive\" apply to \"format\": \"jpeg\" only")
+      }
       variants.append(
         VariantSpec(
-          name: variantName, width: width, height: height, fit: fit, format: format, quality: quality))
+          name: variantName, width: width, height: height, fit: fit, format: format, quality: quality,
+          subsampling: subsampling, progressive: v.progressive ?? false))
     }
     return Profile(name: name, variants: variants)
   }

@@ -9,16 +9,43 @@ public enum RenderPlanner {
   /// The JPEG DCT scale denominators we use (1/1, 1/2, 1/4, 1/8): the ones libjpeg-turbo has SIMD paths for.
   public static let dctDenominators = [8, 4, 2, 1]
 
+  /// Output pixels per original pixel of the variant that needs the most detail (at most 1: nothing is
+  /// upscaled).
+  public static func requiredScale(source: PixelSize, variants: [VariantSpec]) -> Double {
+    variants.map { VariantLayout.make(source: source, box: $0.box, fit: $0.fit).scale }.max() ?? 1
+  }
+
   /// The largest reduction a scaled decode may make, given the upright source size and the variants.
   /// Returns the denominator d: decode at 1/d.
   public static func decodeDenominator(source: PixelSize, variants: [VariantSpec]) -> Int {
-    let needed =
-      variants.map { VariantLayout.make(source: source, box: $0.box, fit: $0.fit).scale }.max() ?? 1
+    decodeDenominator(requiredScale: requiredScale(source: source, variants: variants))
+  }
+
+  public static func decodeDenominator(requiredScale needed: Double) -> Int {
     for d in dctDenominators where Double(d) * reductionMargin * needed <= 1.0 {
       // The decoded size is rounded up by libjpeg, so it is never smaller than the exact 1/d.
       return d
     }
     return 1
+  }
+
+  /// For decoders that scale to any size (WebP): the size that still leaves `reductionMargin`, or nil
+  /// when that is no reduction.
+  public static func reducedDecodeSize(_ size: PixelSize, requiredScale: Double) -> PixelSize? {
+    let scale = requiredScale * reductionMargin
+    guard scale < 1 else { return nil }
+    let reduced = PixelSize(
+      width: max(1, Int((Double(size.width) * scale).rounded(.up))),
+      height: max(1, Int((Double(size.height) * scale).rounded(.up))))
+    return reduced.pixels < size.pixels ? reduced : nil
+  }
+
+  /// Which embedded thumbnail (HEIF) to decode instead of the full image: the smallest that is at
+  /// least `needed` on both sides (as libvips decides), or nil when none is.
+  public static func embeddedThumbnail(sizes: [PixelSize], needed: PixelSize) -> Int? {
+    sizes.indices
+      .filter { sizes[$0].width >= needed.width && sizes[$0].height >= needed.height }
+      .min { sizes[$0].pixels < sizes[$1].pixels }
   }
 
   /// One resample: variant `variant` is made from `source` (nil = the decoded image, otherwise an earlier

@@ -35,7 +35,10 @@ struct ThumbnailCommand: ParsableCommand {
         }
         if verbose {
           let ms = Int(Date().timeIntervalSince(t0) * 1000)
-          print("\(file): \(info.size) 1/\(info.decodeDenominator) \(ms) ms")
+          print(
+            "\(file): \(info.format.rawValue) \(info.size) orientation \(info.orientation.rawValue) "
+              + "decoded \(info.reduction)\(info.hasAlpha ? " alpha" : "") \(ms) ms thumbhash \(info.thumbHash)"
+          )
         }
       } catch let error as JobError {
         failures += 1

@@ -1,0 +1,4 @@
+#include <stdlib.h>
+#include <webp/decode.h>
+#include <webp/encode.h>
+#include <webp/demux.h>

@@ -1,0 +1,154 @@
+import CLibHeif
+import ThumbCore
+
+/// HEIC and AVIF through libheif: the primary image (grids assembled by libheif), its transforms
+/// (irot, imir, clap) applied by libheif, or an embedded thumbnail when one is large enough.
+///
+/// @unchecked Sendable is not claimed: one instance is used by one thread, for one job.
+final class HEIFSource: SourceDecoder {
+  /// Largest width or height libheif may allocate for (its own limit, checked before decoding; thumbd's
+  /// --max-pixels is checked on the primary image's size as well).
+  static let maximumDimension: Int32 = 32768
+
+  let header: SourceHeader
+  private let file: OwnedBytes
+  private let context: OpaquePointer
+  private let primary: OpaquePointer
+
+  init(_ data: [UInt8], format: ImageFormat, maxPixels: Int) throws(JobError) {
+    file = OwnedBytes(data)
+    guard let context = heif_context_alloc() else {
+      throw JobError(.internalError, "heif_context_alloc failed")
+    }
+    self.context = context
+    heif_context_set_maximum_image_size_limit(context, Self.maximumDimension)
+    // A worker runs one decode per slot: libheif's own threads would oversubscribe the cores.
+    heif_context_set_max_decoding_threads(context, 0)
+    var failure = heif_context_read_from_memory_without_copy(context, file.pointer, file.count, nil)
+    if let error = Self.jobError(failure, what: "HEIF container") {
+      heif_context_free(context)
+      throw error
+    }
+    var handle: OpaquePointer?
+    failure = heif_context_get_primary_image_handle(context, &handle)
+    guard let handle, Self.jobError(failure, what: "HEIF primary image") == nil else {
+      heif_context_free(context)
+      throw Self.jobError(failure, what: "HEIF primary image")
+        ?? JobError(.corruptImage, "HEIF file has no primary image")
+    }
+    primary = handle
+    let size = PixelSize(
+      width: Int(heif_image_handle_get_width(handle)), height: Int(heif_image_handle_get_height(handle)))
+    guard size.width > 0, size.height > 0 else {
+      heif_image_handle_release(handle)
+      heif_context_free(context)
+      throw JobError(.corruptImage, "HEIF primary image has no size")
+    }
+    header = SourceHeader(
+      format: format, storedSize: size, orientation: .up,
+      hasAlpha: heif_image_handle_has_alpha_channel(handle) != 0, color: Self.color(of: handle))
+  }
+
+  deinit {
+    heif_image_handle_release(primary)
+    heif_context_free(context)
+  }
+
+  func decode(requiredScale: Double) throws(JobError) -> DecodedSource {
+    let full = header.storedSize
+    let needed = PixelSize(
+      width: Int((Double(full.width) * requiredScale).rounded(.up)),
+      height: Int((Double(full.height) * requiredScale).rounded(.up)))
+    var chosen = primary
+    var thumbnail: OpaquePointer?
+    let candidates = thumbnails()
+    if let pick = RenderPlanner.embeddedThumbnail(sizes: candidates.map(\.size), needed: needed) {
+      thumbnail = candidates[pick].handle
+      chosen = candidates[pick].handle
+    }
+    defer { for c in candidates { heif_image_handle_release(c.handle) } }
+
+    let alpha = header.hasAlpha
+    guard let options = heif_decoding_options_alloc() else {
+      throw JobError(.internalError, "heif_decoding_options_alloc failed")
+    }
+    defer { heif_decoding_options_free(options) }
+    options.pointee.convert_hdr_to_8bit = 1
+    var image: OpaquePointer?
+    let failure = heif_decode_image(
+      chosen, &image, heif_colorspace_RGB, alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB,
+      options)
+    if let error = Self.jobError(failure, what: "HEIF image data") { throw error }
+    guard let image else { throw JobError(.corruptImage, "libheif returned no image") }
+    defer { heif_image_release(image) }
+    var stride: Int32 = 0
+    guard let base = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride) else {
+      throw JobError(.corruptImage, "libheif returned no pixels")
+    }
+    let size = PixelSize(
+      width: Int(heif_image_get_width(image, heif_channel_interleaved)),
+      height: Int(heif_image_get_height(image, heif_channel_interleaved)))
+    let planar = SourceDecoders.planes(
+      from: base, size: size, channels: alpha ? 4 : 3, stride: Int(stride),
+      premultiplied: alpha && heif_image_handle_is_premultiplied_alpha(chosen) != 0)
+    return DecodedSource(image: planar, reduction: thumbnail != nil ? "thumbnail \(size)" : "1/1")
+  }
+
+  private func thumbnails() -> [(handle: OpaquePointer, size: PixelSize)] {
+    let count = Int(heif_image_handle_get_number_of_thumbnails(primary))
+    guard count > 0 else { return [] }
+    var ids = [heif_item_id](repeating: 0, count: count)
+    let n = Int(heif_image_handle_get_list_of_thumbnail_IDs(primary, &ids, Int32(count)))
+    var result: [(OpaquePointer, PixelSize)] = []
+    for id in ids.prefix(n) {
+      var handle: OpaquePointer?
+      let failure = heif_image_handle_get_thumbnail(primary, id, &handle)
+      guard failure.code == heif_error_Ok, let handle else { continue }
+      result.append(
+        (
+          handle,
+          PixelSize(
+            width: Int(heif_image_handle_get_width(handle)), height: Int(heif_image_handle_get_height(handle))
+          )
+        ))
+    }
+    return result
+  }
+
+  private static func color(of handle: OpaquePointer) -> ColorDescription {
+    let type = heif_image_handle_get_color_profile_type(handle)
+    if type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC {
+      let size = heif_image_handle_get_raw_color_profile_size(handle)
+      guard size > 0, size < 4 << 20 else { return .unspecified }
+      var bytes = [UInt8](repeating: 0, count: size)
+      let failure = heif_image_handle_get_raw_color_profile(handle, &bytes)
+      return failure.code == heif_error_Ok ? .icc(bytes) : .unspecified
+    }
+    if type == heif_color_profile_type_nclx {
+      var nclx: UnsafeMutablePointer<heif_color_profile_nclx>?
+      let failure = heif_image_handle_get_nclx_color_profile(handle, &nclx)
+      guard failure.code == heif_error_Ok, let nclx else { return .unspecified }
+      defer { heif_nclx_color_profile_free(nclx) }
+      guard let primaries = ColorPrimaries(h273: Int(nclx.pointee.color_primaries.rawValue)) else {
+        return .unspecified
+      }
+      return .nclx(primaries, TransferCurve(h273: Int(nclx.pointee.transfer_characteristics.rawValue)))
+    }
+    return .unspecified
+  }
+
+  /// libheif's error as a job error, or nil for success. A file libheif cannot handle (an unsupported
+  /// codec or feature) is `unsupported_format`; anything else wrong with the bytes is `corrupt_image`.
+  static func jobError(_ failure: heif_error, what: String) -> JobError? {
+    guard failure.code != heif_error_Ok else { return nil }
+    let message = failure.message.map { String(cString: $0) } ?? "error \(failure.code.rawValue)"
+    switch failure.code {
+    case heif_error_Unsupported_filetype, heif_error_Unsupported_feature, heif_error_Decoder_plugin_error:
+      return JobError(.unsupportedFormat, "\(what): \(message)")
+    case heif_error_Memory_allocation_error:
+      return JobError(.tooLarge, "\(what): \(message)")
+    default:
+      return JobError(.corruptImage, "\(what): \(message)")
+    }
+  }
+}

@@ -1,0 +1,38 @@
+import ThumbCore
+
+/// JPEG through TurboJPEG, reduced on load by DCT scaling and decoded to YCbCr planes.
+struct JPEGSource: SourceDecoder {
+  let data: [UInt8]
+  let header: SourceHeader
+  private let jpegHeader: TurboDecompressor.Header
+  private let decompressor: TurboDecompressor
+
+  init(_ data: [UInt8]) throws(JobError) {
+    self.data = data
+    decompressor = try TurboDecompressor()
+    let decompressor = self.decompressor
+    let read = data.withUnsafeBytes { bytes in
+      Result { () throws(JobError) -> (TurboDecompressor.Header, Orientation, [UInt8]?) in
+        (
+          try decompressor.header(bytes), ExifReader.jpegOrientation(bytes) ?? .up,
+          JPEGSegments.iccProfile(bytes)
+        )
+      }
+    }
+    let (jpegHeader, orientation, icc) = try read.get()
+    self.jpegHeader = jpegHeader
+    header = SourceHeader(
+      format: .jpeg, storedSize: jpegHeader.size, orientation: orientation, hasAlpha: false,
+      color: icc.map { .icc($0) } ?? .unspecified)
+  }
+
+  func decode(requiredScale: Double) throws(JobError) -> DecodedSource {
+    let denominator = RenderPlanner.decodeDenominator(requiredScale: requiredScale)
+    let result = data.withUnsafeBytes { bytes in
+      Result { () throws(JobError) -> PlanarImage in
+        try decompressor.decodePlanes(bytes, header: jpegHeader, denominator: denominator)
+      }
+    }
+    return DecodedSource(image: try result.get(), reduction: "1/\(denominator)")
+  }
+}

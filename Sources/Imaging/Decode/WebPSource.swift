@@ -1,0 +1,97 @@
+import CWebP
+import ThumbCore
+
+/// WebP through libwebp: lossy and lossless, alpha (decoded premultiplied), libwebp's scaled decoding,
+/// the ICCP and EXIF chunks through the demuxer. An animation gives its first frame.
+final class WebPSource: SourceDecoder {
+  let header: SourceHeader
+  private let file: OwnedBytes
+  /// The bitstream to decode: the whole file, or an animation's first frame.
+  private let bitstream: (UnsafePointer<UInt8>, Int)
+  private let demuxer: OpaquePointer?
+
+  init(_ data: [UInt8]) throws(JobError) {
+    file = OwnedBytes(data)
+    let base = file.pointer.assumingMemoryBound(to: UInt8.self)
+    var webpData = WebPData(bytes: base, size: file.count)
+    demuxer = WebPDemux(&webpData)
+    guard let demuxer else { throw JobError(.corruptImage, "WebP container could not be parsed") }
+    var color = ColorDescription.unspecified
+    var orientation = Orientation.up
+    var chunk = WebPChunkIterator()
+    if WebPDemuxGetChunk(demuxer, "ICCP", 1, &chunk) != 0, chunk.chunk.size > 0 {
+      color = .icc(Array(UnsafeBufferPointer(start: chunk.chunk.bytes, count: chunk.chunk.size)))
+    }
+    WebPDemuxReleaseChunkIterator(&chunk)
+    if WebPDemuxGetChunk(demuxer, "EXIF", 1, &chunk) != 0, chunk.chunk.size > 0 {
+      var exif = UnsafeRawBufferPointer(start: chunk.chunk.bytes, count: chunk.chunk.size)
+      // Some writers keep JPEG's "Exif\0\0" prefix in front of the TIFF header.
+      if exif.count > 6, exif.prefix(6).elementsEqual(Array("Exif".utf8) + [0, 0]) {
+        exif = UnsafeRawBufferPointer(rebasing: exif[6...])
+      }
+      orientation = ExifReader.tiffOrientation(exif) ?? .up
+    }
+    WebPDemuxReleaseChunkIterator(&chunk)
+    var frame = WebPIterator()
+    guard WebPDemuxGetFrame(demuxer, 1, &frame) != 0, let fragment = frame.fragment.bytes else {
+      WebPDemuxReleaseIterator(&frame)
+      WebPDemuxDelete(demuxer)
+      throw JobError(.corruptImage, "WebP file has no image")
+    }
+    bitstream = (fragment, frame.fragment.size)
+    WebPDemuxReleaseIterator(&frame)
+    var features = WebPBitstreamFeatures()
+    let status = WebPGetFeatures(bitstream.0, bitstream.1, &features)
+    guard status == VP8_STATUS_OK, features.width > 0, features.height > 0 else {
+      WebPDemuxDelete(demuxer)
+      throw Self.jobError(status, what: "WebP header")
+    }
+    header = SourceHeader(
+      format: .webp, storedSize: PixelSize(width: Int(features.width), height: Int(features.height)),
+      orientation: orientation, hasAlpha: features.has_alpha != 0, color: color)
+  }
+
+  deinit { WebPDemuxDelete(demuxer) }
+
+  func decode(requiredScale: Double) throws(JobError) -> DecodedSource {
+    var config = WebPDecoderConfig()
+    guard WebPInitDecoderConfig(&config) != 0 else {
+      throw JobError(.internalError, "libwebp version mismatch")
+    }
+    let stored = header.storedSize
+    var size = stored
+    if let reduced = RenderPlanner.reducedDecodeSize(stored, requiredScale: requiredScale) {
+      size = reduced
+      config.options.use_scaling = 1
+      config.options.scaled_width = Int32(size.width)
+      config.options.scaled_height = Int32(size.height)
+    }
+    let channels = header.hasAlpha ? 4 : 3
+    let stride = size.width * channels
+    var pixels = [UInt8](repeating: 0, count: stride * size.height)
+    let status = pixels.withUnsafeMutableBufferPointer { out in
+      config.output.colorspace = header.hasAlpha ? MODE_rgbA : MODE_RGB
+      config.output.is_external_memory = 1
+      config.output.u.RGBA.rgba = out.baseAddress
+      config.output.u.RGBA.stride = Int32(stride)
+      config.output.u.RGBA.size = out.count
+      return WebPDecode(bitstream.0, bitstream.1, &config)
+    }
+    guard status == VP8_STATUS_OK else { throw Self.jobError(status, what: "WebP data") }
+    let image = pixels.withUnsafeBufferPointer {
+      SourceDecoders.planes(
+        from: $0.baseAddress!, size: size, channels: channels, stride: stride, premultiplied: true)
+    }
+    return DecodedSource(image: image, reduction: size == stored ? "1/1" : "scaled to \(size)")
+  }
+
+  static func jobError(_ status: VP8StatusCode, what: String) -> JobError {
+    switch status {
+    case VP8_STATUS_UNSUPPORTED_FEATURE:
+      return JobError(.unsupportedFormat, "\(what): unsupported WebP feature")
+    case VP8_STATUS_OUT_OF_MEMORY: return JobError(.tooLarge, "\(what): out of memory")
+    default:
+      return JobError(.corruptImage, "\(what): damaged or truncated (libwebp status \(status.rawValue))")
+    }
+  }
+}

@@ -1,0 +1,163 @@
+public import ThumbCore
+
+/// How an image's planes are to be read.
+public enum ColorModel: Sendable, Equatable {
+  /// One plane of luminance.
+  case gray
+  /// JPEG's YCbCr (full-range BT.601, as JFIF defines it); Cb and Cr may be subsampled.
+  case yCbCr
+  case rgb
+  /// Red, green, blue premultiplied by alpha (so resampling does not bleed the colour of transparent
+  /// pixels into their neighbours), then alpha.
+  case rgba
+  /// CMYK as libjpeg delivers Adobe files: inverted, 0 meaning full ink.
+  case invertedCMYK
+
+  public var planeCount: Int {
+    switch self {
+    case .gray: return 1
+    case .yCbCr, .rgb: return 3
+    case .rgba, .invertedCMYK: return 4
+    }
+  }
+
+  public var hasAlpha: Bool { self == .rgba }
+}
+
+/// An image as separate 8-bit planes. Planes make every resampling pass a run over contiguous bytes
+/// (vectorised well), let JPEG's subsampled chroma be resampled at its own size, and let a JPEG be decoded
+/// to and encoded from YCbCr without converting to RGB and back.
+public struct PlanarImage: Sendable {
+  public var model: ColorModel
+  public var planes: [Plane]
+  /// Per plane, how many full-size pixels one of its samples spans across and down (2, 2 for 4:2:0
+  /// chroma; 1, 1 for everything else).
+  public var subsampling: [Subsampling]
+
+  public struct Subsampling: Sendable, Equatable {
+    public var horizontal: Int
+    public var vertical: Int
+    public static let none = Subsampling(horizontal: 1, vertical: 1)
+
+    public init(horizontal: Int, vertical: Int) {
+      self.horizontal = horizontal
+      self.vertical = vertical
+    }
+
+    var transposed: Subsampling { Subsampling(horizontal: vertical, vertical: horizontal) }
+
+    /// The size of a plane with this subsampling for an image of `size` (partial samples round up).
+    func planeSize(_ size: PixelSize) -> PixelSize {
+      PixelSize(
+        width: (size.width + horizontal - 1) / horizontal, height: (size.height + vertical - 1) / vertical)
+    }
+  }
+
+  public init(model: ColorModel, planes: [Plane], subsampling: [Subsampling]? = nil) {
+    precondition(planes.count == model.planeCount, "\(model) needs \(model.planeCount) planes")
+    self.model = model
+    self.planes = planes
+    self.subsampling = subsampling ?? Array(repeating: .none, count: planes.count)
+  }
+
+  /// The size of the picture (plane 0 is never subsampled).
+  public var size: PixelSize { planes[0].size }
+
+  public var byteCount: Int { planes.map(\.byteCount).reduce(0, +) }
+
+  /// Splits an interleaved image into planes; four-channel input is taken as RGBA with straight alpha
+  /// and premultiplied on the way.
+  public init(interleaved image: PixelBuffer) {
+    let c = image.channels
+    let model: ColorModel = c == 1 ? .gray : c == 4 ? .rgba : .rgb
+    var planes = (0..<c).map { _ in Plane(width: image.width, height: image.height) }
+    let count = image.width * image.height
+    image.pixels.withUnsafeBufferPointer { src in
+      for ch in 0..<c {
+        planes[ch].withUnsafeMutableBufferPointer { dst in
+          for i in 0..<count { dst[i] = src[i * c + ch] }
+        }
+      }
+    }
+    self.init(model: model, planes: planes)
+    if model == .rgba { premultiply() }
+  }
+
+  /// Colour channels times alpha / 255, rounded.
+  mutating func premultiply() {
+    precondition(model == .rgba)
+    let alpha = planes[3]
+    alpha.withUnsafeBufferPointer { a in
+      for ch in 0..<3 {
+        planes[ch].withUnsafeMutableBufferPointer { p in
+          for i in 0..<p.count { p[i] = UInt8((UInt32(p[i]) * UInt32(a[i]) + 127) / 255) }
+        }
+      }
+    }
+  }
+
+  /// Every plane turned upright.
+  func oriented(_ orientation: Orientation) -> PlanarImage {
+    if orientation == .up { return self }
+    return PlanarImage(
+      model: model, planes: planes.map { $0.oriented(orientation) },
+      subsampling: orientation.swapsDimensions ? subsampling.map(\.transposed) : subsampling)
+  }
+}
+
+extension PlanarImage {
+  /// The planes interleaved into one buffer: gray stays one channel, YCbCr becomes RGB, RGBA is
+  /// un-premultiplied, CMYK stays four (inverted) channels for a colour transform to read. Every plane
+  /// must be full size.
+  public func interleaved() -> PixelBuffer {
+    precondition(subsampling.allSatisfy { $0 == .none }, "interleave needs full-size planes")
+    let (w, h) = (size.width, size.height)
+    let c = model == .gray ? 1 : model == .yCbCr || model == .rgb ? 3 : 4
+    var out = PixelBuffer(width: w, height: h, channels: c)
+    out.pixels.withUnsafeMutableBufferPointer { dst in
+      withPlanePointers { p in
+        for y in 0..<h {
+          var d = y * w * c
+          switch model {
+          case .gray:
+            for x in 0..<w { dst[d + x] = p[0][y * planes[0].stride + x] }
+          case .yCbCr:
+            for x in 0..<w {
+              let rgb = YCbCr.rgb(
+                y: p[0][y * planes[0].stride + x], cb: p[1][y * planes[1].stride + x],
+                cr: p[2][y * planes[2].stride + x])
+              dst[d] = rgb.0
+              dst[d + 1] = rgb.1
+              dst[d + 2] = rgb.2
+              d += 3
+            }
+          case .rgb, .invertedCMYK:
+            for x in 0..<w {
+              for ch in 0..<c { dst[d + ch] = p[ch][y * planes[ch].stride + x] }
+              d += c
+            }
+          case .rgba:
+            for x in 0..<w {
+              let a = p[3][y * planes[3].stride + x]
+              for ch in 0..<3 {
+                let v = p[ch][y * planes[ch].stride + x]
+                dst[d + ch] = a == 0 ? 0 : UInt8(min(255, (UInt32(v) * 255 + UInt32(a) / 2) / UInt32(a)))
+              }
+              dst[d + 3] = a
+              d += 4
+            }
+          }
+        }
+      }
+    }
+    return out
+  }
+
+  func withPlanePointers<R>(_ body: ([UnsafePointer<UInt8>]) -> R) -> R {
+    func nest(_ index: Int, _ acc: [UnsafePointer<UInt8>]) -> R {
+      if index == planes.count { return body(acc) }
+      return planes[index].withUnsafeBufferPointer { nest(index + 1, acc + [$0.baseAddress!]) }
+    }
+    return nest(0, [])
+  }
+}

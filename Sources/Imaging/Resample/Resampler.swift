@@ -1,0 +1,147 @@
+public import ThumbCore
+
+/// A separable Lanczos-3 resampler over 8-bit planes, in single-precision floating point.
+///
+/// Each output row is made in two passes without an image-sized intermediate: the vertical pass sums
+/// the source rows under the filter into one float row (16 samples at a time, a multiply-add per source
+/// row), then the horizontal pass takes a dot product of that row with each output column's weights
+/// (8 at a time). Only the source columns and rows the region touches are read.
+public enum Resampler {
+  /// Resamples `region` of `source` (in that plane's pixel coordinates) to exactly `output`, into a
+  /// plane of the given stride and row count (for an encoder that wants MCU padding).
+  static func resample(
+    _ source: Plane, region: Region, to output: PixelSize, stride: Int? = nil, rows: Int? = nil
+  ) -> Plane {
+    let horizontal = FilterWeights(
+      sourceLength: source.width, start: region.x, length: region.width, outputLength: output.width)
+    let vertical = FilterWeights(
+      sourceLength: source.height, start: region.y, length: region.height, outputLength: output.height)
+    let firstColumn = horizontal.firstSource
+    let columns = horizontal.lastSourceEnd - firstColumn
+    var result = Plane(width: output.width, height: output.height, stride: stride, rows: rows)
+    let outStride = result.stride
+    // Zero padding past the last column: the horizontal pass reads whole vectors of taps.
+    var row = [Float](repeating: 0, count: columns + horizontal.taps + FilterWeights.lanes)
+    let srcStride = source.stride
+    source.withUnsafeBufferPointer { src in
+      result.withUnsafeMutableBufferPointer { dst in
+        row.withUnsafeMutableBufferPointer { rowBuffer in
+          vertical.weights.withUnsafeBufferPointer { vw in
+            horizontal.weights.withUnsafeBufferPointer { hw in
+              let rowPtr = rowBuffer.baseAddress!
+              for oy in 0..<output.height {
+                verticalPass(
+                  source: src.baseAddress! + vertical.starts[oy] * srcStride + firstColumn,
+                  stride: srcStride, count: vertical.counts[oy],
+                  weights: vw.baseAddress! + oy * vertical.taps, into: rowPtr, columns: columns)
+                horizontalPass(
+                  row: rowPtr, firstColumn: firstColumn, weights: horizontal,
+                  weightValues: hw.baseAddress!, into: dst.baseAddress! + oy * outStride)
+              }
+            }
+          }
+        }
+      }
+    }
+    return result
+  }
+
+  @inline(__always)
+  static func verticalPass(
+    source: UnsafePointer<UInt8>, stride: Int, count: Int, weights: UnsafePointer<Float>,
+    into row: UnsafeMutablePointer<Float>, columns: Int
+  ) {
+    var x = 0
+    let raw = UnsafeMutableRawPointer(row)
+    while x + 16 <= columns {
+      var acc = SIMD16<Float>()
+      var p = UnsafeRawPointer(source + x)
+      for k in 0..<count {
+        let v = p.loadUnaligned(as: SIMD16<UInt8>.self)
+        acc += SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: v)) * weights[k]
+        p += stride
+      }
+      raw.storeBytes(of: acc, toByteOffset: x * 4, as: SIMD16<Float>.self)
+      x += 16
+    }
+    while x < columns {
+      var acc: Float = 0
+      var p = source + x
+      for k in 0..<count {
+        acc += Float(p.pointee) * weights[k]
+        p += stride
+      }
+      row[x] = acc
+      x += 1
+    }
+  }
+
+  @inline(__always)
+  static func horizontalPass(
+    row: UnsafeMutablePointer<Float>, firstColumn: Int, weights: FilterWeights,
+    weightValues: UnsafePointer<Float>, into out: UnsafeMutablePointer<UInt8>
+  ) {
+    let taps = weights.taps
+    let rowRaw = UnsafeRawPointer(row)
+    let wRaw = UnsafeRawPointer(weightValues)
+    weights.starts.withUnsafeBufferPointer { starts in
+      for ox in 0..<starts.count {
+        var acc = SIMD8<Float>()
+        let base = (starts[ox] - firstColumn) * 4
+        let wBase = ox * taps * 4
+        var k = 0
+        while k < taps {
+          let r = rowRaw.loadUnaligned(fromByteOffset: base + k * 4, as: SIMD8<Float>.self)
+          let w = wRaw.loadUnaligned(fromByteOffset: wBase + k * 4, as: SIMD8<Float>.self)
+          acc += r * w
+          k += 8
+        }
+        let v = acc.sum() + 0.5
+        out[ox] = v <= 0 ? 0 : v >= 255 ? 255 : UInt8(v)
+      }
+    }
+  }
+
+  /// Resamples every plane of `image`. `region` and `output` are in full-size pixels; each plane takes
+  /// its share by its subsampling, and comes out with `outputSubsampling` (default: the input's).
+  /// `padded` rounds each output plane up to whole JPEG MCUs (see Plane), edges replicated.
+  public static func resample(
+    _ image: PlanarImage, region: Region, to output: PixelSize,
+    outputSubsampling: [PlanarImage.Subsampling]? = nil, padded: Bool = false
+  ) -> PlanarImage {
+    let outSub = outputSubsampling ?? image.subsampling
+    let maxH = outSub.map(\.horizontal).max() ?? 1
+    let maxV = outSub.map(\.vertical).max() ?? 1
+    // Source pixels per output pixel: the same for every plane in full-size units.
+    let sx = region.width / Double(output.width)
+    let sy = region.height / Double(output.height)
+    var planes: [Plane] = []
+    for (index, plane) in image.planes.enumerated() {
+      let inSub = image.subsampling[index]
+      let sub = outSub[index]
+      let size = sub.planeSize(output)
+      // Output sample j of this plane covers full-size output pixels [j*h, (j+1)*h): its centre maps
+      // back to the source through the region, then into this source plane's own coordinates.
+      let planeRegion = Region(
+        x: region.x / Double(inSub.horizontal), y: region.y / Double(inSub.vertical),
+        width: Double(size.width * sub.horizontal) * sx / Double(inSub.horizontal),
+        height: Double(size.height * sub.vertical) * sy / Double(inSub.vertical))
+      var stride: Int? = nil
+      var rows: Int? = nil
+      if padded {
+        // TurboJPEG's plane sizes: the image padded to a whole MCU, divided by the subsampling.
+        stride = (output.width + maxH - 1) / maxH * maxH / sub.horizontal
+        rows = (output.height + maxV - 1) / maxV * maxV / sub.vertical
+      }
+      var out = resample(plane, region: planeRegion, to: size, stride: stride, rows: rows)
+      if padded { out.replicateEdgesIntoPadding() }
+      planes.append(out)
+    }
+    return PlanarImage(model: image.model, planes: planes, subsampling: outSub)
+  }
+
+  /// Interleaved in, interleaved out (tools and tests): four channels are taken as straight RGBA.
+  public static func resample(_ image: PixelBuffer, region: Region, to output: PixelSize) -> PixelBuffer {
+    resample(PlanarImage(interleaved: image), region: region, to: output).interleaved()
+  }
+}
