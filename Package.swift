@@ -8,6 +8,14 @@ let strict: [SwiftSetting] = [
   .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+#if arch(x86_64)
+  let imagingFlags: [SwiftSetting] = [
+    .unsafeFlags(["-O"], .when(configuration: .debug)), .unsafeFlags(["-target-cpu", "haswell"]),
+  ]
+#else
+  let imagingFlags: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
+#endif
+
 let package = Package(
   name: "thumbd",
   platforms: [.macOS(.v15)],
@@ -31,8 +39,8 @@ let package = Package(
     .systemLibrary(name: "CLCMS2", pkgConfig: "lcms2", providers: [.apt(["liblcms2-dev"])]),
     // curl_easy_setopt/getinfo are variadic, which Swift cannot call: typed wrappers live here.
     .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
-    // mallopt, whose header Swift's Glibc module leaves out.
-    .target(name: "CMallocShim"),
+    // mallopt (whose header Swift's Glibc module leaves out) and the CPU feature check.
+    .target(name: "CPlatform"),
 
     // Pure logic, no I/O: profiles, planning, geometry, EXIF, errors, retry policy.
     .target(name: "ThumbCore", swiftSettings: strict),
@@ -41,8 +49,9 @@ let package = Package(
     .target(
       name: "Imaging", dependencies: ["ThumbCore", "CTurboJPEG", "CLibHeif", "CSpng", "CWebP", "CLCMS2"],
       // Optimised in debug builds too: unoptimised SIMD code is a hundred times slower, and the tests
-      // (built in debug) resample real photographs.
-      swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+      // (built in debug) resample real photographs. On x86-64, compiled for AVX2 and FMA (Haswell, 2013,
+      // and later: 8-lane fused multiply-adds in the resampler); `thumbd` checks the CPU before using it.
+      swiftSettings: strict + imagingFlags),
     .target(
       name: "Queue",
       dependencies: ["ThumbCore", "Blocking", "CLibPQ", .product(name: "Logging", package: "swift-log")],
@@ -62,7 +71,7 @@ let package = Package(
     .executableTarget(
       name: "thumbd",
       dependencies: [
-        "ThumbCore", "Blocking", "Imaging", "Queue", "Worker", "Storage", "CMallocShim",
+        "ThumbCore", "Blocking", "Imaging", "Queue", "Worker", "Storage", "CPlatform",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
       ],
@@ -71,9 +80,15 @@ let package = Package(
     // What more than one test target needs: the ../shared corpus locator, image comparison.
     .target(
       name: "TestSupport", dependencies: ["Imaging"], path: "Tests/TestSupport", swiftSettings: strict),
-    .testTarget(name: "ThumbCoreTests", dependencies: ["ThumbCore", "TestSupport"], swiftSettings: strict),
     .testTarget(
-      name: "ImagingTests", dependencies: ["Imaging", "ThumbCore", "TestSupport"], swiftSettings: strict),
+      name: "ThumbCoreTests", dependencies: ["ThumbCore", "TestSupport"],
+      // Inputs the fuzzer kept (fuzz/run.sh): read from disk by FuzzRegressionTests, not bundled.
+      exclude: ["FuzzCorpus"], swiftSettings: strict),
+    .testTarget(
+      name: "ImagingTests",
+      // The C libraries directly too: the tests write PNG, WebP, CMYK JPEG and ICC profiles of their own.
+      dependencies: ["Imaging", "ThumbCore", "TestSupport", "CSpng", "CWebP", "CLCMS2", "CTurboJPEG"],
+      swiftSettings: strict),
     .testTarget(
       name: "IntegrationTests",
       dependencies: [

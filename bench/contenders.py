@@ -1,14 +1,16 @@
 """One contender of bench/images, run as its own child process over a list of files.
 
-    contenders.py vips|pillow|decode OUTDIR FILE...
+    contenders.py vips|pillow|decode|decode-rgb OUTDIR FILE...
 
 vips    libvips through pyvips, one thread: Image.thumbnail (shrink-on-load, autorotate) for `large`, the
         smaller variants by thumbnail_image from an earlier result (thumbd's cascade), jpegsave with no
         metadata and 4:2:0.
 pillow  Pillow: draft() to thumbd's DCT scale, exif_transpose, LANCZOS resize in thumbd's cascade and to
         thumbd's exact sizes, save with 4:2:0 and optimize=False.
-decode  the decode floor: TurboJPEG (libturbojpeg.so.0, through ctypes) decoding each file to RGB at the
-        DCT scale thumbd chooses, and nothing else. Writes nothing.
+decode  the decode floor: TurboJPEG (libturbojpeg.so.0, through ctypes) decoding each file at the DCT
+        scale thumbd chooses to YCbCr planes (tjDecompressToYUVPlanes, as thumbd does), and nothing
+        else. Writes nothing.
+decode-rgb  the same decode to interleaved RGB (tjDecompress2): the floor of a pipeline that works in RGB.
 
 The last line on stdout is JSON: {"mode", "files", "inner_s" (time after imports), "denominators"}.
 Any failure exits non-zero.
@@ -112,7 +114,7 @@ def run_pillow(outdir, files):
     return time.perf_counter() - t0, denominators
 
 
-def run_decode(outdir, files):
+def run_decode(outdir, files, planes=True):
     import ctypes
 
     tj = ctypes.CDLL("libturbojpeg.so.0")
@@ -124,7 +126,13 @@ def run_decode(outdir, files):
         ctypes.POINTER(ctypes.c_int)] * 4
     tj.tjDecompress2.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p,
                                  ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    TJPF_RGB, TJFLAG_LIMITSCANS = 0, 32768  # thumbd's pixel format and flags (Sources/Imaging/TurboJPEG.swift)
+    tj.tjDecompressToYUVPlanes.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong,
+                                           ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_void_p,
+                                           ctypes.c_int, ctypes.c_int]
+    tj.tjPlaneWidth.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    tj.tjPlaneHeight.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    TJPF_RGB, TJFLAG_LIMITSCANS = 0, 32768  # thumbd's flags (Sources/Imaging/Decode/TurboJPEG.swift)
+    TJSAMP_GRAY = 3
 
     t0 = time.perf_counter()
     denominators = {}
@@ -140,19 +148,29 @@ def run_decode(outdir, files):
         d = plan.decode_denominator((w.value, h.value))
         denominators[d] = denominators.get(d, 0) + 1
         sw, sh = plan.scaled_size((w.value, h.value), d)
-        buf = ctypes.create_string_buffer(sw * sh * 3)  # zeroed, as thumbd's [UInt8](repeating: 0, ...)
-        if tj.tjDecompress2(handle, data, len(data), buf, sw, 0, sh, TJPF_RGB, TJFLAG_LIMITSCANS) != 0:
+        if planes:
+            count = 1 if sub.value == TJSAMP_GRAY else 3
+            bufs = [ctypes.create_string_buffer(tj.tjPlaneWidth(i, sw, sub.value) * tj.tjPlaneHeight(i, sh, sub.value))
+                    for i in range(count)]  # zeroed, as thumbd's calloc'd planes
+            pointers = (ctypes.c_void_p * 3)(*[ctypes.addressof(b) for b in bufs] + [None] * (3 - count))
+            status = tj.tjDecompressToYUVPlanes(handle, data, len(data), pointers, sw, None, sh, TJFLAG_LIMITSCANS)
+        else:
+            bufs = [ctypes.create_string_buffer(sw * sh * 3)]
+            status = tj.tjDecompress2(handle, data, len(data), bufs[0], sw, 0, sh, TJPF_RGB, TJFLAG_LIMITSCANS)
+        if status != 0:
             raise SystemExit(f"{path}: decode: {tj.tjGetErrorStr2(handle).decode()}")
         tj.tjDestroy(handle)
-        del buf
+        del bufs
     return time.perf_counter() - t0, denominators
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("vips", "pillow", "decode"):
+    modes = {"vips": run_vips, "pillow": run_pillow, "decode": run_decode,
+             "decode-rgb": lambda outdir, files: run_decode(outdir, files, planes=False)}
+    if len(sys.argv) < 4 or sys.argv[1] not in modes:
         raise SystemExit(__doc__)
     mode, outdir, files = sys.argv[1], sys.argv[2], sys.argv[3:]
-    inner, denominators = {"vips": run_vips, "pillow": run_pillow, "decode": run_decode}[mode](outdir, files)
+    inner, denominators = modes[mode](outdir, files)
     print(json.dumps({"mode": mode, "files": len(files), "inner_s": inner,
                       "denominators": {str(k): v for k, v in sorted(denominators.items())}}))
 

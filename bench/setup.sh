@@ -2,7 +2,8 @@
 # bench/setup.sh: the Python side of the image benchmark (bench/images) and of the queue
 # benchmark (bench/queue).
 # Creates a virtualenv at ${THUMBD_BENCH_VENV:-$HOME/.cache/thumbd-bench-venv} with pyvips (and its
-# bundled libvips wheel) and Pillow, plus pgqueuer and asyncpg (its driver in bench/pgqueuer_bench.py).
+# bundled libvips wheel) and Pillow, plus pgqueuer and asyncpg (its driver in bench/pgqueuer_bench.py),
+# and numpy (SSIM in bench/quality).
 # Idempotent: a second run only checks and prints the versions.
 set -euo pipefail
 venv=${THUMBD_BENCH_VENV:-$HOME/.cache/thumbd-bench-venv}
@@ -43,6 +44,12 @@ if ! have_pgq; then
   pipq pgqueuer asyncpg
 fi
 
+# The quality benchmark's arithmetic (bench/quality: SSIM).
+if ! "$vpy" -c 'import numpy' >/dev/null 2>&1; then
+  echo "setup: installing numpy" >&2
+  pipq numpy
+fi
+
 "$vpy" - <<'PY'
 import pyvips, PIL
 try:
@@ -57,5 +64,6 @@ print(f"Pillow {PIL.__version__}")
 import importlib.metadata as md
 print(f"pgqueuer {md.version('pgqueuer')}")
 print(f"asyncpg {md.version('asyncpg')}")
+print(f"numpy {md.version('numpy')}")
 PY
 echo "setup: venv $venv ready" >&2

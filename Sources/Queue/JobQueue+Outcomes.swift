@@ -1,8 +1,24 @@
 public import ThumbCore
 
+/// What a succeeded job leaves behind: its variants, and the ThumbHash of its original (a placeholder
+/// apps show while a thumbnail loads; nil when the handler made none, as benchmarks' do).
+public struct JobResult: Sendable, Equatable, ExpressibleByArrayLiteral {
+  public var variants: [VariantRecord]
+  public var thumbHash: String?
+
+  public init(variants: [VariantRecord], thumbHash: String? = nil) {
+    self.variants = variants
+    self.thumbHash = thumbHash
+  }
+
+  public init(arrayLiteral variants: VariantRecord...) {
+    self.init(variants: variants)
+  }
+}
+
 /// What one job's attempt came to, ready to be written.
 public enum JobOutcome: Sendable {
-  case succeeded([VariantRecord])
+  case succeeded(JobResult)
   /// `retryAfter` nil: failed for good. Otherwise back to `queued`, due after that many seconds.
   case failed(JobError, retryAfter: Double?)
   /// Returned unfinished by a stopping worker: queued again at once, the attempt not counted.
@@ -68,12 +84,12 @@ extension JobQueue {
   public func record(
     _ outcomes: [(job: LeasedJob, outcome: JobOutcome)]
   ) async throws(PostgresError) -> Set<Int64> {
-    var succeeded: [(LeasedJob, [VariantRecord])] = []
+    var succeeded: [(LeasedJob, JobResult)] = []
     var failed: [(LeasedJob, JobError, Double?)] = []
     var handedBack: [LeasedJob] = []
     for (job, outcome) in outcomes {
       switch outcome {
-      case .succeeded(let variants): succeeded.append((job, variants))
+      case .succeeded(let result): succeeded.append((job, result))
       case .failed(let error, let retryAfter): failed.append((job, error, retryAfter))
       case .handedBack: handedBack.append(job)
       }
@@ -85,20 +101,20 @@ extension JobQueue {
     return written
   }
 
-  /// Marks the jobs succeeded and inserts their variant rows in one statement: for each job both happen
-  /// or neither does.
+  /// Marks the jobs succeeded (with their ThumbHash) and inserts their variant rows in one statement:
+  /// for each job both happen or neither does.
   private func recordSuccesses(
-    _ batch: [(LeasedJob, [VariantRecord])]
+    _ batch: [(LeasedJob, JobResult)]
   ) async throws(PostgresError) -> Set<Int64> {
-    let rows = batch.flatMap { job, variants in variants.map { (job.id, $0) } }
+    let rows = batch.flatMap { job, result in result.variants.map { (job.id, $0) } }
     let result = try await client.prepared(
       """
-      WITH \(Self.lockedLeases),
+      WITH \(Self.fenced(input: "SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[]) AS t(id, token, thumbhash)")),
       done AS (
         UPDATE thumbs.jobs j
            SET state = 'succeeded', finished_at = now(), error_code = NULL, last_error = NULL,
-               lease_token = NULL, lease_expires_at = NULL
-          FROM locked WHERE j.id = locked.id
+               lease_token = NULL, lease_expires_at = NULL, thumbhash = i.thumbhash
+          FROM locked, input i WHERE j.id = locked.id AND i.id = j.id
         RETURNING j.id),
       stored AS (
         INSERT INTO thumbs.variants AS v (job_id, name, width, height, format, bytes, storage_key)
@@ -118,7 +134,7 @@ extension JobQueue {
         PostgresArray.literal(rows.map { Int($0.0) }), PostgresArray.literal(rows.map(\.1.name)),
         PostgresArray.literal(rows.map(\.1.width)), PostgresArray.literal(rows.map(\.1.height)),
         PostgresArray.literal(rows.map(\.1.format)), PostgresArray.literal(rows.map(\.1.bytes)),
-        PostgresArray.literal(rows.map(\.1.storageKey)),
+        PostgresArray.literal(rows.map(\.1.storageKey)), PostgresArray.literal(batch.map { $0.1.thumbHash }),
       ])
     return Set(result.ids)
   }
@@ -183,8 +199,11 @@ extension JobQueue {
   }
 
   /// Marks one job succeeded with its variants. False when the lease was lost and nothing was written.
-  public func complete(_ job: LeasedJob, variants: [VariantRecord]) async throws(PostgresError) -> Bool {
-    try await record([(job, .succeeded(variants))]).contains(job.id)
+  public func complete(
+    _ job: LeasedJob, variants: [VariantRecord], thumbHash: String? = nil
+  ) async throws(PostgresError) -> Bool {
+    try await record([(job, .succeeded(JobResult(variants: variants, thumbHash: thumbHash)))]).contains(
+      job.id)
   }
 
   /// Records one failed attempt (`retryAfter` nil: for good). False when the lease was lost.

@@ -48,6 +48,11 @@ public enum PostgresArray {
   }
 
   /// Nil becomes SQL NULL (unquoted NULL in an array literal).
+  public static func literal(_ values: [String?]) -> String {
+    "{" + values.map { $0.map(quote) ?? "NULL" }.joined(separator: ",") + "}"
+  }
+
+  /// Nil becomes SQL NULL (unquoted NULL in an array literal).
   public static func literal(_ values: [Double?]) -> String {
     "{" + values.map { $0.map { String($0) } ?? "NULL" }.joined(separator: ",") + "}"
   }

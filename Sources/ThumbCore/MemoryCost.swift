@@ -39,19 +39,20 @@ public struct JPEGFrame: Sendable, Equatable {
 /// The peak bytes one job is predicted to hold while it decodes and renders, by part. Upper bounds, from
 /// the header alone: the admission gate reserves `total` before the decode starts.
 ///
-/// The parts are not all alive at once. Decoding holds the file, the coefficients (progressive files) and
-/// the decoded pixels; orienting holds the decoded pixels twice; rendering holds the upright pixels and
-/// the variants. The peak is the largest of those three phases, plus `margin` for the allocator.
+/// The parts are not all alive at once. Decoding holds the file, the coefficients (progressive files),
+/// the decoded planes and, for files decoded interleaved first (CMYK), that buffer too; rendering holds
+/// the planes and the variants. The peak is the larger of the two phases, plus `margin` for the
+/// allocator. Orientation costs nothing here: it is applied to the outputs, not to the decode.
 public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
   /// The downloaded file, held for the whole job.
   public var compressed = 0
   /// libjpeg's whole-image coefficient buffer (progressive files only), at full size whatever the scale.
   public var coefficients = 0
-  /// The decoded pixels at the chosen DCT scale.
+  /// The decoded planes at the chosen scale.
   public var decoded = 0
-  /// The rotated copy EXIF orientation needs (0 when upright).
-  public var orientedCopy = 0
-  /// The resampler's largest intermediate (horizontal pass) plus every variant's pixels and encoded bytes.
+  /// An interleaved decode buffer split into the planes afterwards (CMYK JPEG, PNG, WebP, HEIF).
+  public var interleaved = 0
+  /// Every variant's planes (kept while later variants read them) and encoded bytes.
   public var rendering = 0
 
   /// Allocator and bookkeeping overhead, a fraction of the rest (measured peaks ran up to 0.98 of the
@@ -59,14 +60,13 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
   public static let margin = 0.10
 
   public var total: Int {
-    let phases = [coefficients + decoded, decoded + orientedCopy, decoded + rendering]
-    let peak = compressed + (phases.max() ?? 0)
+    let peak = compressed + max(coefficients + decoded + interleaved, decoded + rendering)
     return peak + Int(Double(peak) * Self.margin)
   }
 
   public var description: String {
     "\(ByteSize.format(total)) (file \(ByteSize.format(compressed)), coefficients \(ByteSize.format(coefficients)), "
-      + "pixels \(ByteSize.format(decoded + orientedCopy)), rendering \(ByteSize.format(rendering)))"
+      + "pixels \(ByteSize.format(decoded + interleaved)), rendering \(ByteSize.format(rendering)))"
   }
 }
 
@@ -83,19 +83,34 @@ public enum MemoryCostModel {
     }
     let upright = orientation.uprightSize(of: frame.size)
     let denominator = RenderPlanner.decodeDenominator(source: upright, variants: variants)
-    let decoded = PixelSize(
-      width: (upright.width + denominator - 1) / denominator,
-      height: (upright.height + denominator - 1) / denominator)
-    let channels = frame.components == 4 ? 4 : 3
-    let decodedBytes = decoded.pixels * channels
-    estimate.decoded = decodedBytes
-    estimate.orientedCopy = orientation == .up ? 0 : decodedBytes
-    let steps = RenderPlanner.steps(original: upright, decoded: decoded, variants: variants)
-    let outputs = steps.map { $0.output.pixels * 3 }.reduce(0, +)
-    // The horizontal pass keeps output-width rows for (at most) every source row of the decode.
-    let scratch = steps.map { $0.output.width * decoded.height * 3 }.max() ?? 0
-    // Encoded variants are bounded by their pixels (a JPEG of a photo is a fraction of it).
-    estimate.rendering = scratch + 2 * outputs
+    let scaled = PixelSize(
+      width: (frame.size.width + denominator - 1) / denominator,
+      height: (frame.size.height + denominator - 1) / denominator)
+    if frame.components == 4 {
+      // CMYK: decoded interleaved, then split into four planes.
+      estimate.interleaved = scaled.pixels * 4
+      estimate.decoded = scaled.pixels * 4
+    } else {
+      // YCbCr (or grey) planes straight from the IDCT, each padded to whole MCUs.
+      let maxH = frame.sampling.map(\.horizontal).max() ?? 1
+      let maxV = frame.sampling.map(\.vertical).max() ?? 1
+      let paddedW = (scaled.width + maxH - 1) / maxH * maxH
+      let paddedH = (scaled.height + maxV - 1) / maxV * maxV
+      estimate.decoded = frame.sampling.map {
+        paddedW * $0.horizontal / maxH * (paddedH * $0.vertical / maxV)
+      }.reduce(0, +)
+    }
+    estimate.rendering = renderingBytes(
+      upright: upright, decoded: orientation.uprightSize(of: scaled), variants: variants)
     return estimate
+  }
+
+  /// Every variant's planes at full resolution (three bytes a pixel: an upper bound for 4:2:0 YCbCr,
+  /// exact for RGB) and their encoded bytes (bounded by the pixels), plus a colour-converted copy of
+  /// the largest one.
+  static func renderingBytes(upright: PixelSize, decoded: PixelSize, variants: [VariantSpec]) -> Int {
+    let steps = RenderPlanner.steps(original: upright, decoded: decoded, variants: variants)
+    let outputs = steps.map { $0.output.pixels * 3 }
+    return 2 * outputs.reduce(0, +) + (outputs.max() ?? 0)
   }
 }

@@ -35,8 +35,8 @@ public enum ThumbHash {
     let hasAlpha = avgA < Double(n)
     let luminanceLimit = hasAlpha ? 5.0 : 7.0  // fewer luminance terms when alpha needs the room
     let longest = Double(max(w, h))
-    let lx = max(1, Int((luminanceLimit * Double(w) / longest).rounded()))
-    let ly = max(1, Int((luminanceLimit * Double(h) / longest).rounded()))
+    let lx = max(1, Int((luminanceLimit * Double(w) / longest).roundedHalfUp))
+    let ly = max(1, Int((luminanceLimit * Double(h) / longest).roundedHalfUp))
 
     // Composite over the average colour, then RGB to LPQ.
     var l = [Double](repeating: 0, count: n)
@@ -61,25 +61,26 @@ public enum ThumbHash {
 
     let isLandscape = w > h
     let header24 =
-      Int((63 * lChannel.dc).rounded()) | Int((31.5 + 31.5 * pChannel.dc).rounded()) << 6
-      | Int((31.5 + 31.5 * qChannel.dc).rounded()) << 12 | Int((31 * lChannel.scale).rounded()) << 18
+      Int((63 * lChannel.dc).roundedHalfUp) | Int((31.5 + 31.5 * pChannel.dc).roundedHalfUp) << 6
+      | Int((31.5 + 31.5 * qChannel.dc).roundedHalfUp) << 12 | Int((31 * lChannel.scale).roundedHalfUp) << 18
       | (hasAlpha ? 1 : 0) << 23
     let header16 =
-      (isLandscape ? ly : lx) | Int((63 * pChannel.scale).rounded()) << 3
-      | Int((63 * qChannel.scale).rounded()) << 9 | (isLandscape ? 1 : 0) << 15
+      (isLandscape ? ly : lx) | Int((63 * pChannel.scale).roundedHalfUp) << 3
+      | Int((63 * qChannel.scale).roundedHalfUp) << 9 | (isLandscape ? 1 : 0) << 15
     var hash: [UInt8] = [
       UInt8(header24 & 255), UInt8(header24 >> 8 & 255), UInt8(header24 >> 16 & 255),
       UInt8(header16 & 255), UInt8(header16 >> 8 & 255),
     ]
     if let aChannel {
-      hash.append(UInt8(Int((15 * aChannel.dc).rounded()) | Int((15 * aChannel.scale).rounded()) << 4))
+      hash.append(
+        UInt8(Int((15 * aChannel.dc).roundedHalfUp) | Int((15 * aChannel.scale).roundedHalfUp) << 4))
     }
     // Two 4-bit AC terms per byte, low nibble first.
     let terms = [lChannel.ac, pChannel.ac, qChannel.ac, aChannel?.ac ?? []].joined()
     let start = hash.count
     for (index, f) in terms.enumerated() {
       if index % 2 == 0 { hash.append(0) }
-      hash[start + index / 2] |= UInt8(Int((15 * f).rounded()) << ((index & 1) * 4))
+      hash[start + index / 2] |= UInt8(Int((15 * f).roundedHalfUp) << ((index & 1) * 4))
     }
     return hash
   }
@@ -132,4 +133,10 @@ public enum ThumbHash {
     if scale > 0 { ac = ac.map { 0.5 + 0.5 / scale * $0 } }
     return (dc, ac, scale)
   }
+}
+
+extension Double {
+  /// JavaScript's Math.round (halves go up), which the reference encoder uses; Swift's rounded() takes
+  /// halves away from zero, and the two differ on negative halves.
+  fileprivate var roundedHalfUp: Double { (self + 0.5).rounded(.down) }
 }

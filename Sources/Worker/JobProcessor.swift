@@ -33,7 +33,7 @@ public struct JobProcessor: Sendable {
     self.pool = pool
   }
 
-  public func process(_ job: LeasedJob) async throws(JobError) -> [VariantRecord] {
+  public func process(_ job: LeasedJob) async throws(JobError) -> JobResult {
     let profile: Profile
     do {
       profile = try ProfileSpec.parse(name: job.profileName, json: Data(job.profileSpec.utf8))
@@ -55,15 +55,16 @@ public struct JobProcessor: Sendable {
     }
     defer { if let memory, cost > 0 { memory.release(cost) } }
     let (thumbnailer, store) = (self.thumbnailer, self.store)
-    return try await pool.run { () throws(JobError) -> [VariantRecord] in
-      let (_, rendered) = try thumbnailer.render(original.bytes, variants: profile.variants)
-      return try rendered.map { (variant) throws(JobError) -> VariantRecord in
+    return try await pool.run { () throws(JobError) -> JobResult in
+      let (info, rendered) = try thumbnailer.render(original.bytes, variants: profile.variants)
+      let records = try rendered.map { (variant) throws(JobError) -> VariantRecord in
         let key = StorageKey.contentAddressed(variant.data, fileExtension: variant.format.fileExtension)
         try store.put(key: key, bytes: variant.data, contentType: variant.format.contentType)
         return VariantRecord(
           name: variant.name, width: variant.size.width, height: variant.size.height,
           format: variant.format.rawValue, bytes: variant.data.count, storageKey: key)
       }
+      return JobResult(variants: records, thumbHash: info.thumbHash)
     }
   }
 }

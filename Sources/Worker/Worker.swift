@@ -11,7 +11,7 @@ public import ThumbCore
 /// Turns one leased job into stored variants, or a classified error. The worker's real handler is
 /// JobProcessor; benchmarks plug in handlers that do nothing, to measure the queue alone.
 public protocol JobHandler: Sendable {
-  func process(_ job: LeasedJob) async throws(JobError) -> [VariantRecord]
+  func process(_ job: LeasedJob) async throws(JobError) -> JobResult
 }
 
 extension JobProcessor: JobHandler {}
@@ -44,7 +44,7 @@ public final class Worker: Sendable {
   /// slot at once even while a blocking call it made is still running on a pool thread.
   struct Execution: Sendable {
     let job: LeasedJob
-    let result: OneShot<Result<[VariantRecord], JobError>?>
+    let result: OneShot<Result<JobResult, JobError>?>
     let work: Task<Void, Never>
 
     func abandon() {
@@ -202,7 +202,7 @@ public final class Worker: Sendable {
     _ job: LeasedJob, handler: any JobHandler, completer: Completer, group: inout DiscardingTaskGroup
   ) {
     running.add(1, ordering: .acquiringAndReleasing)
-    let result = OneShot<Result<[VariantRecord], JobError>?>()
+    let result = OneShot<Result<JobResult, JobError>?>()
     let work = Task { [slots] in
       guard await slots.acquire(1) == .granted else { return }  // abandoned while waiting: already resolved
       defer { slots.release(1) }
@@ -223,7 +223,7 @@ public final class Worker: Sendable {
 
   /// Writes the job's outcome, unless its lease is no longer ours.
   private func finish(
-    _ job: LeasedJob, _ outcome: Result<[VariantRecord], JobError>?, completer: Completer
+    _ job: LeasedJob, _ outcome: Result<JobResult, JobError>?, completer: Completer
   ) async {
     let jobLogger = logger.with(["job.id": "\(job.id)", "job.attempt": "\(job.attempt)"])
     guard let outcome, book.withLock({ $0.status(of: job.id, token: job.leaseToken) }) == .held else {
@@ -247,9 +247,9 @@ public final class Worker: Sendable {
     let written = await completer.record(job, write)
     let endedAs = book.withLock { $0.release(id: job.id, token: job.leaseToken) }
     switch (written, write) {
-    case (true?, .succeeded(let records)):
+    case (true?, .succeeded(let result)):
       counters.withLock { $0.succeeded += 1 }
-      jobLogger.info("job succeeded", metadata: ["job.variants": "\(records.count)"])
+      jobLogger.info("job succeeded", metadata: ["job.variants": "\(result.variants.count)"])
     case (true?, .failed(let error, let retryAfter)):
       counters.withLock { retryAfter == nil ? ($0.failed += 1) : ($0.retried += 1) }
       jobLogger.notice(

@@ -1,4 +1,5 @@
-import CMallocShim
+import ArgumentParser
+import CPlatform
 
 /// glibc malloc settings for a process that allocates and frees buffers of tens of megabytes (decoded
 /// photos, coefficient buffers) on many threads.
@@ -13,5 +14,16 @@ enum Allocator {
     // mapping, returned to the kernel the moment it is freed. Two arenas instead of eight per core:
     // fewer heaps holding freed small blocks; small allocations are not the bottleneck here, decoding is.
     _ = thumbd_malloc_tune(1 << 20, 2)
+  }
+}
+
+/// The Imaging module is compiled for AVX2 and FMA on x86-64 (Package.swift); on an older CPU its first
+/// vector instruction would kill the process with SIGILL. Commands that decode images check first.
+enum CPUCheck {
+  static func requireImagingSupport() throws {
+    guard thumbd_cpu_supports_imaging() == 1 else {
+      throw ValidationError(
+        "this CPU lacks AVX2/FMA, which thumbd's image code is compiled for (x86-64 from Haswell, 2013, on)")
+    }
   }
 }

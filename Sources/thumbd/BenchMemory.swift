@@ -16,6 +16,7 @@ struct BenchMemory: ParsableCommand {
   @Argument(help: "JPEG files") var files: [String]
 
   func run() throws {
+    try CPUCheck.requireImagingSupport()
     if single {
       try measureOne(files[0])
       return

@@ -51,6 +51,7 @@ struct WorkerCommand: AsyncParsableCommand {
   var retention: String?
 
   func run() async throws {
+    try CPUCheck.requireImagingSupport()
     Thumbd.bootstrapLogging()
     let config = try makeConfig()
     Allocator.tuneForLargeBuffers()

@@ -44,7 +44,7 @@ struct MemoryCostModelTests {
       frame: baselineFrame, compressedBytes: 30_000_000, orientation: .up, variants: variants)
     #expect(baseline.coefficients == 0)
     // 1600 px from 12,500 is a 0.128 scale: 1/2 leaves the resampler its 2x margin, 1/4 would not:
-    // 6,250 x 4,000 x 3 bytes.
+    // 6,250 x 4,000 x three full-size planes (4:4:4).
     #expect(baseline.decoded == 75_000_000)
     #expect(baseline.total < 160_000_000, "\(baseline)")
     // Decoding holds file, coefficients and pixels together; rendering comes after the coefficients
@@ -56,16 +56,22 @@ struct MemoryCostModelTests {
     #expect(subsampled.coefficientBlocks == 782 * 500 * 6)
   }
 
-  @Test func aRotatedDecodeCountsItsCopy() {
+  @Test func planesFollowTheSubsamplingAndOrientationIsFree() {
+    // 4:2:0, 1201 x 901: planes padded to even sizes, Y 1202 x 902, Cb and Cr 601 x 451 each.
     let frame = JPEGFrame(
-      size: PixelSize(width: 1200, height: 900), sampling: [.init(2, 2), .init(1, 1), .init(1, 1)],
+      size: PixelSize(width: 1201, height: 901), sampling: [.init(2, 2), .init(1, 1), .init(1, 1)],
       progressive: false)
     let upright = MemoryCostModel.jpeg(frame: frame, compressedBytes: 1, orientation: .up, variants: variants)
     let rotated = MemoryCostModel.jpeg(
       frame: frame, compressedBytes: 1, orientation: .rotated90Clockwise, variants: variants)
-    #expect(upright.decoded == 1200 * 900 * 3 && upright.orientedCopy == 0)
-    #expect(rotated.orientedCopy == upright.decoded)
+    #expect(upright.decoded == 1202 * 902 + 2 * 601 * 451 && upright.interleaved == 0)
+    #expect(rotated.decoded == upright.decoded)  // turned on the outputs, not the decode
     #expect(upright.rendering > 0)
+    // CMYK is decoded interleaved, then split: both buffers at once.
+    let cmyk = JPEGFrame(
+      size: frame.size, sampling: Array(repeating: .init(1, 1), count: 4), progressive: false)
+    let c = MemoryCostModel.jpeg(frame: cmyk, compressedBytes: 1, orientation: .up, variants: variants)
+    #expect(c.decoded == 1201 * 901 * 4 && c.interleaved == c.decoded)
   }
 
   @Test func readsTheFrameHeader() {

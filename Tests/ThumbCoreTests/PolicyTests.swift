@@ -104,6 +104,10 @@ import Testing
     (#"{"variants":[{"name":"a","width":5,"height":5},{"name":"a","width":5,"height":5}]}"#, "twice"),
     (#"{"variants":[{"name":"A B","width":5,"height":5}]}"#, "name"),
     (#"{"variants":[{"name":"a","width":5,"height":5,"quality":101}]}"#, "quality"),
+    (#"{"variants":[{"name":"a","width":5,"height":5,"format":"gif"}]}"#, "jpeg, webp, png, auto"),
+    (#"{"variants":[{"name":"a","width":5,"height":5,"subsampling":"4:2:2"}]}"#, "4:2:0, 4:4:4"),
+    (#"{"variants":[{"name":"a","width":5,"height":5,"format":"webp","progressive":true}]}"#, "jpeg\" only"),
+    (#"{"variants":[{"name":"a","width":5,"height":5,"qualty":80}]}"#, "unknown key \"qualty\""),
     ("not json", "JSON"),
   ])
   func rejectsBadSpecsWithAReason(json: String, mentions: String) {
@@ -112,6 +116,23 @@ import Testing
     } throws: { error in
       (error as? ProfileSpec.Invalid)?.description.contains(mentions) == true
     }
+  }
+
+  @Test func readsEveryOption() throws {
+    let json = #"""
+      {"variants": [
+        {"name": "w", "width": 400, "height": 300, "fit": "fill", "format": "webp", "quality": 70},
+        {"name": "j", "width": 800, "height": 800, "subsampling": "4:4:4", "progressive": true},
+        {"name": "a", "width": 64, "height": 64, "fit": "cover", "format": "auto"}]}
+      """#
+    let profile = try ProfileSpec.parse(name: "p", json: Data(json.utf8))
+    #expect(
+      profile.variants[0]
+        == VariantSpec(name: "w", width: 400, height: 300, fit: .fill, format: .webp, quality: 70))
+    #expect(profile.variants[1].subsampling == .s444 && profile.variants[1].progressive)
+    #expect(profile.variants[1].format == .jpeg && profile.variants[1].quality == 82)
+    #expect(profile.variants[2].format.resolved(sourceHasAlpha: true) == .png)
+    #expect(profile.variants[2].format.resolved(sourceHasAlpha: false) == .jpeg)
   }
 }
 

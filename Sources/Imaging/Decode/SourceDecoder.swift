@@ -85,7 +85,7 @@ enum SourceDecoders {
   static func planes(
     from base: UnsafePointer<UInt8>, size: PixelSize, channels: Int, stride: Int, premultiplied: Bool
   ) -> PlanarImage {
-    var planes = (0..<channels).map { _ in Plane(width: size.width, height: size.height) }
+    var planes = (0..<channels).map { _ in Plane(width: size.width, height: size.height, zeroed: false) }
     withMutablePlanePointers(&planes) { dst in
       for y in 0..<size.height {
         let row = base + y * stride

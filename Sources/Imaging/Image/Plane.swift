@@ -13,14 +13,15 @@ public struct Plane: Sendable {
   public var stride: Int
   private var storage: PlaneStorage
 
-  /// A zeroed plane (calloc: large planes come as fresh zero pages, not written until used).
-  public init(width: Int, height: Int, stride: Int? = nil, rows: Int? = nil) {
+  /// A zeroed plane (calloc: large planes come as fresh zero pages, not written until used), or with
+  /// `zeroed: false` one whose every byte the caller is about to write (no memset of a heap block).
+  public init(width: Int, height: Int, stride: Int? = nil, rows: Int? = nil, zeroed: Bool = true) {
     let stride = stride ?? width
     precondition(stride >= width && (rows ?? height) >= height, "plane padding must not be negative")
     self.width = width
     self.height = height
     self.stride = stride
-    self.storage = PlaneStorage(count: stride * (rows ?? height))
+    self.storage = PlaneStorage(count: stride * (rows ?? height), zeroed: zeroed)
   }
 
   public var size: PixelSize { PixelSize(width: width, height: height) }
@@ -94,8 +95,10 @@ final class PlaneStorage: @unchecked Sendable {
   let base: UnsafeMutablePointer<UInt8>
   let count: Int
 
-  init(count: Int) {
-    guard let raw = calloc(max(1, count), 1) else { fatalError("out of memory for a \(count)-byte plane") }
+  init(count: Int, zeroed: Bool = true) {
+    guard let raw = zeroed ? calloc(max(1, count), 1) : malloc(max(1, count)) else {
+      fatalError("out of memory for a \(count)-byte plane")
+    }
     self.base = raw.assumingMemoryBound(to: UInt8.self)
     self.count = count
   }

@@ -18,7 +18,8 @@ public enum Resampler {
       sourceLength: source.height, start: region.y, length: region.height, outputLength: output.height)
     let firstColumn = horizontal.firstSource
     let columns = horizontal.lastSourceEnd - firstColumn
-    var result = Plane(width: output.width, height: output.height, stride: stride, rows: rows)
+    // Every byte is written: the picture here, the padding by the caller (replicateEdgesIntoPadding).
+    var result = Plane(width: output.width, height: output.height, stride: stride, rows: rows, zeroed: false)
     let outStride = result.stride
     // Zero padding past the last column: the horizontal pass reads whole vectors of taps.
     var row = [Float](repeating: 0, count: columns + horizontal.taps + FilterWeights.lanes)
@@ -58,7 +59,7 @@ public enum Resampler {
       var p = UnsafeRawPointer(source + x)
       for k in 0..<count {
         let v = p.loadUnaligned(as: SIMD16<UInt8>.self)
-        acc += SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: v)) * weights[k]
+        acc.addProduct(floats(v), SIMD16(repeating: weights[k]))
         p += stride
       }
       raw.storeBytes(of: acc, toByteOffset: x * 4, as: SIMD16<Float>.self)
@@ -68,12 +69,21 @@ public enum Resampler {
       var acc: Float = 0
       var p = source + x
       for k in 0..<count {
-        acc += Float(p.pointee) * weights[k]
+        acc = acc.addingProduct(Float(p.pointee), weights[k])
         p += stride
       }
       row[x] = acc
       x += 1
     }
+  }
+
+  /// Bytes to floats without a conversion instruction: 2^23 + b has b in its low mantissa bits, so
+  /// OR-ing the byte into 2^23's bit pattern and subtracting 2^23 gives b exactly. (The generic
+  /// SIMD integer-to-float initialiser is not inlined, and its call spilled every accumulator.)
+  @inline(__always)
+  static func floats(_ bytes: SIMD16<UInt8>) -> SIMD16<Float> {
+    let bits = SIMD16<UInt32>(truncatingIfNeeded: bytes) | 0x4B00_0000
+    return unsafeBitCast(bits, to: SIMD16<Float>.self) - 8_388_608
   }
 
   @inline(__always)
@@ -82,24 +92,31 @@ public enum Resampler {
     weightValues: UnsafePointer<Float>, into out: UnsafeMutablePointer<UInt8>
   ) {
     let taps = weights.taps
-    let rowRaw = UnsafeRawPointer(row)
-    let wRaw = UnsafeRawPointer(weightValues)
     weights.starts.withUnsafeBufferPointer { starts in
+      var w = UnsafeRawPointer(weightValues)
       for ox in 0..<starts.count {
         var acc = SIMD8<Float>()
-        let base = (starts[ox] - firstColumn) * 4
-        let wBase = ox * taps * 4
+        var r = UnsafeRawPointer(row + (starts[ox] &- firstColumn))
         var k = 0
         while k < taps {
-          let r = rowRaw.loadUnaligned(fromByteOffset: base + k * 4, as: SIMD8<Float>.self)
-          let w = wRaw.loadUnaligned(fromByteOffset: wBase + k * 4, as: SIMD8<Float>.self)
-          acc += r * w
-          k += 8
+          acc.addProduct(r.loadUnaligned(as: SIMD8<Float>.self), w.loadUnaligned(as: SIMD8<Float>.self))
+          r += 32
+          w += 32
+          k &+= 8
         }
-        let v = acc.sum() + 0.5
-        out[ox] = v <= 0 ? 0 : v >= 255 ? 255 : UInt8(v)
+        let four = acc.lowHalf + acc.highHalf
+        let two = four.lowHalf + four.highHalf
+        out[ox] = byte(two[0] + two[1])
       }
     }
+  }
+
+  /// A float rounded and clamped to 0...255 without a branch or a trapping conversion: adding 2^23
+  /// rounds to the nearest integer, which then sits in the low mantissa bits.
+  @inline(__always)
+  static func byte(_ value: Float) -> UInt8 {
+    let clamped = Swift.min(Swift.max(value, 0), 255)
+    return UInt8(truncatingIfNeeded: (clamped + 8_388_608).bitPattern)
   }
 
   /// Resamples every plane of `image`. `region` and `output` are in full-size pixels; each plane takes

@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+import ThumbCore
+
+@Suite struct ThumbHashTests {
+  /// A 32x24 gradient with a diagonal edge, as the tests elsewhere draw it.
+  func gradient(alpha: (Int, Int) -> UInt8 = { _, _ in 255 }) -> [UInt8] {
+    var rgba: [UInt8] = []
+    for y in 0..<24 {
+      for x in 0..<32 {
+        rgba += [UInt8(x * 255 / 31), UInt8(y * 255 / 23), x > y ? 200 : 40, alpha(x, y)]
+      }
+    }
+    return rgba
+  }
+
+  @Test func matchesAnIndependentEncoder() {
+    // The same pixels through the `thumbhash` package on PyPI (a port of the reference encoder).
+    #expect(ThumbHash.encodeBase64(width: 32, height: 24, rgba: gradient()) == "oPcRbZpwd3eFd3iIeHeIiIlgCPh3")
+  }
+
+  @Test func keepsTheAverageColourAndTheAspect() throws {
+    let red = [UInt8](repeating: 0, count: 40 * 10 * 4).enumerated().map { i, _ in
+      i % 4 == 0 || i % 4 == 3 ? UInt8(255) : 0
+    }
+    let hash = ThumbHash.encode(width: 40, height: 10, rgba: red)
+    let average = try #require(ThumbHash.averageColor(hash))
+    #expect(average.r > 0.9 && average.g < 0.1 && average.b < 0.1)
+    #expect(hash[4] & 0x80 != 0)  // the landscape bit
+    let tall = ThumbHash.encode(width: 10, height: 40, rgba: red)
+    #expect(tall[4] & 0x80 == 0)
+  }
+
+  @Test func transparencyAddsTheAlphaBytes() {
+    let opaque = ThumbHash.encode(width: 32, height: 24, rgba: gradient())
+    let holed = ThumbHash.encode(
+      width: 32, height: 24,
+      rgba: gradient { x, y in (x - 16) * (x - 16) + (y - 12) * (y - 12) < 100 ? 255 : 0 })
+    #expect(opaque[2] & 0x80 == 0)
+    #expect(holed[2] & 0x80 != 0)  // hasAlpha
+    #expect(opaque.count <= 25 && holed.count <= 25)
+  }
+}
+
+@Suite struct DecodePlanTests {
+  let defaultVariants = Profile.default.variants
+
+  @Test func requiredScaleIsTheLargestVariantsNeed() {
+    // 1600 of 6400 for large; square needs 256 of 3200 (the short side).
+    #expect(
+      RenderPlanner.requiredScale(source: PixelSize(width: 6400, height: 3200), variants: defaultVariants)
+        == 0.25)
+    #expect(
+      RenderPlanner.requiredScale(source: PixelSize(width: 800, height: 600), variants: defaultVariants) == 1)
+  }
+
+  @Test func reducedDecodeLeavesTheMargin() {
+    let size = PixelSize(width: 4000, height: 3000)
+    #expect(RenderPlanner.reducedDecodeSize(size, requiredScale: 0.1) == PixelSize(width: 800, height: 600))
+    #expect(RenderPlanner.reducedDecodeSize(size, requiredScale: 0.5) == nil)
+    #expect(RenderPlanner.reducedDecodeSize(size, requiredScale: 0.6) == nil)
+  }
+
+  @Test func embeddedThumbnailOnlyWhenLargeEnough() {
+    let sizes = [
+      PixelSize(width: 320, height: 240), PixelSize(width: 1024, height: 768),
+      PixelSize(width: 640, height: 480),
+    ]
+    #expect(RenderPlanner.embeddedThumbnail(sizes: sizes, needed: PixelSize(width: 600, height: 450)) == 2)
+    #expect(RenderPlanner.embeddedThumbnail(sizes: sizes, needed: PixelSize(width: 700, height: 400)) == 1)
+    #expect(
+      RenderPlanner.embeddedThumbnail(sizes: sizes, needed: PixelSize(width: 1600, height: 1200)) == nil)
+    #expect(RenderPlanner.embeddedThumbnail(sizes: [], needed: PixelSize(width: 1, height: 1)) == nil)
+  }
+
+  @Test func fillStretchesWithoutUpscaling() {
+    let layout = VariantLayout.make(
+      source: PixelSize(width: 1000, height: 500), box: PixelSize(width: 300, height: 300), fit: .fill)
+    #expect(layout.output == PixelSize(width: 300, height: 300))
+    #expect(layout.region == Region(PixelSize(width: 1000, height: 500)))
+    let small = VariantLayout.make(
+      source: PixelSize(width: 200, height: 500), box: PixelSize(width: 300, height: 300), fit: .fill)
+    #expect(small.output == PixelSize(width: 200, height: 300))
+  }
+}
+
+@Suite struct StoredRegionTests {
+  /// A region of the upright picture, mapped to stored coordinates, must cover the stored pixels that
+  /// show there: checked pixel by pixel against storedCoordinate for every orientation.
+  @Test(arguments: Orientation.allCases)
+  func mapsRegionsLikeStoredCoordinate(orientation: Orientation) {
+    let stored = PixelSize(width: 7, height: 4)
+    let upright = orientation.uprightSize(of: stored)
+    let region = Region(x: 1, y: 2, width: 3, height: 1)  // upright pixels x 1...3, y 2
+    let mapped = orientation.storedRegion(region, upright: upright)
+    for x in 1...3 {
+      let p = orientation.storedCoordinate(x: x, y: 2, w: stored.width, h: stored.height)
+      let (cx, cy) = (Double(p.x) + 0.5, Double(p.y) + 0.5)
+      #expect(cx > mapped.x && cx < mapped.x + mapped.width, "\(orientation) x \(x)")
+      #expect(cy > mapped.y && cy < mapped.y + mapped.height, "\(orientation) x \(x)")
+    }
+    #expect(mapped.width * mapped.height == 3)
+  }
+}
+
+@Suite struct JPEGSegmentTests {
+  func segment(_ marker: UInt8, _ payload: [UInt8]) -> [UInt8] {
+    [0xFF, marker, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 255)] + payload
+  }
+  func iccChunk(_ sequence: UInt8, of count: UInt8, _ bytes: [UInt8]) -> [UInt8] {
+    segment(0xE2, Array("ICC_PROFILE".utf8) + [0, sequence, count] + bytes)
+  }
+
+  @Test func joinsICCChunksInSequenceOrder() {
+    let jpeg =
+      [0xFF, 0xD8] + iccChunk(2, of: 2, [4, 5]) + segment(0xE1, [1, 2]) + iccChunk(1, of: 2, [1, 2, 3])
+      + [0xFF, 0xDA, 0, 2]
+    #expect(JPEGSegments.iccProfile(jpeg) == [1, 2, 3, 4, 5])
+  }
+
+  @Test func refusesIncompleteOrRepeatedProfiles() {
+    let start: [UInt8] = [0xFF, 0xD8]
+    #expect(JPEGSegments.iccProfile(start + iccChunk(1, of: 2, [1])) == nil)
+    #expect(JPEGSegments.iccProfile(start + iccChunk(1, of: 1, [1]) + iccChunk(1, of: 1, [2])) == nil)
+    #expect(JPEGSegments.iccProfile(start + iccChunk(0, of: 1, [1])) == nil)
+    #expect(JPEGSegments.iccProfile(start + segment(0xE0, [1])) == nil)
+    #expect(JPEGSegments.iccProfile(Array(repeating: 0xFF, count: 9)) == nil)
+  }
+}
