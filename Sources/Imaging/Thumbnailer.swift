@@ -35,14 +35,24 @@ public struct Thumbnailer: Sendable {
 
   /// The peak memory `render` is predicted to need for `data` (MemoryCostModel), from its header alone:
   /// what a worker reserves under `--memory-budget` before decoding. Nil when `render` would refuse the
-  /// bytes before allocating anything large (not a JPEG, no frame header, over `maxPixels`).
+  /// bytes before allocating anything large (no format thumbd decodes, an unreadable header, over
+  /// `maxPixels`).
   public func predictedPeak(of data: [UInt8], variants: [VariantSpec]) -> MemoryEstimate? {
-    guard ImageFormat.sniff(data) == .jpeg, let frame = ImageProbe.jpegFrame(data),
-      frame.size.pixels <= maxPixels
-    else { return nil }
-    let orientation = data.withUnsafeBytes { ExifReader.jpegOrientation($0) } ?? .up
-    return MemoryCostModel.jpeg(
-      frame: frame, compressedBytes: data.count, orientation: orientation, variants: variants)
+    guard let format = ImageFormat.sniff(data) else { return nil }
+    if format == .jpeg {
+      guard let frame = ImageProbe.jpegFrame(data), frame.size.pixels <= maxPixels else { return nil }
+      let orientation = data.withUnsafeBytes { ExifReader.jpegOrientation($0) } ?? .up
+      return MemoryCostModel.jpeg(
+        frame: frame, compressedBytes: data.count, orientation: orientation, variants: variants)
+    }
+    // Reading the other formats' headers takes their libraries (HEIF's size is deep in its boxes); it
+    // allocates no pixels.
+    guard let header = try? SourceDecoders.make(data, maxPixels: maxPixels).header else { return nil }
+    // A plain lossy WebP ("VP8 " first) decodes row by row; lossless and extended files may not.
+    let rowByRowWebP = format == .webp && data.count > 16 && data[12..<16].elementsEqual("VP8 ".utf8)
+    return MemoryCostModel.interleavedDecode(
+      format: format, stored: header.storedSize, orientation: header.orientation, hasAlpha: header.hasAlpha,
+      compressedBytes: data.count, variants: variants, wholeImageCodec: !rowByRowWebP)
   }
 
   /// Decodes `data` once, at the smallest size that still serves the largest variant, and renders every

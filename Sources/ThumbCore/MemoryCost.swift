@@ -48,6 +48,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
   public var compressed = 0
   /// libjpeg's whole-image coefficient buffer (progressive files only), at full size whatever the scale.
   public var coefficients = 0
+  /// Other decoders' own whole-image buffers: libheif's YCbCr picture, libwebp's lossless ARGB.
+  public var codec = 0
   /// The decoded planes at the chosen scale.
   public var decoded = 0
   /// An interleaved decode buffer split into the planes afterwards (CMYK JPEG, PNG, WebP, HEIF).
@@ -60,13 +62,14 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
   public static let margin = 0.10
 
   public var total: Int {
-    let peak = compressed + max(coefficients + decoded + interleaved, decoded + rendering)
+    let peak = compressed + max(coefficients + codec + decoded + interleaved, decoded + rendering)
     return peak + Int(Double(peak) * Self.margin)
   }
 
   public var description: String {
     "\(ByteSize.format(total)) (file \(ByteSize.format(compressed)), coefficients \(ByteSize.format(coefficients)), "
-      + "pixels \(ByteSize.format(decoded + interleaved)), rendering \(ByteSize.format(rendering)))"
+      + "codec \(ByteSize.format(codec)), pixels \(ByteSize.format(decoded + interleaved)), "
+      + "rendering \(ByteSize.format(rendering)))"
   }
 }
 
@@ -102,6 +105,42 @@ public enum MemoryCostModel {
     }
     estimate.rendering = renderingBytes(
       upright: upright, decoded: orientation.uprightSize(of: scaled), variants: variants)
+    return estimate
+  }
+
+  /// PNG, WebP, HEIC and AVIF: decoded interleaved (three or four bytes a pixel), then split into as
+  /// many planes. Upper bounds: a non-interlaced PNG is decoded row by row and never holds the
+  /// interleaved image; a HEIF thumbnail, when one serves, is smaller than the primary image.
+  public static func interleavedDecode(
+    format: ImageFormat, stored: PixelSize, orientation: Orientation, hasAlpha: Bool, compressedBytes: Int,
+    variants: [VariantSpec], wholeImageCodec: Bool = true
+  ) -> MemoryEstimate {
+    var estimate = MemoryEstimate()
+    // The decoders keep a copy of the file for as long as they live (OwnedBytes).
+    estimate.compressed = 2 * compressedBytes
+    let upright = orientation.uprightSize(of: stored)
+    var decoded = stored
+    if format == .webp,
+      let reduced = RenderPlanner.reducedDecodeSize(
+        stored, requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants))
+    {
+      decoded = reduced
+    }
+    let channels = hasAlpha ? 4 : 3
+    estimate.decoded = decoded.pixels * channels
+    estimate.interleaved = decoded.pixels * channels
+    switch format {
+    case .heif, .avif:
+      // The codec's picture, YCbCr 4:2:0 at up to two bytes a sample (10-bit), plus alpha.
+      estimate.codec = stored.pixels * (hasAlpha ? 5 : 3)
+    case .webp where wholeImageCodec:
+      // Lossless WebP decodes to a whole-image ARGB buffer first; lossy works row by row.
+      estimate.codec = stored.pixels * 4
+    default:
+      break
+    }
+    estimate.rendering = renderingBytes(
+      upright: upright, decoded: orientation.uprightSize(of: decoded), variants: variants)
     return estimate
   }
 

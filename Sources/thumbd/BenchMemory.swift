@@ -13,7 +13,7 @@ struct BenchMemory: ParsableCommand {
 
   @Flag(help: "render one file in this process and print its figures (what the parent runs)") var single =
     false
-  @Argument(help: "JPEG files") var files: [String]
+  @Argument(help: "image files (JPEG, PNG, WebP, HEIC, AVIF)") var files: [String]
 
   func run() throws {
     try CPUCheck.requireImagingSupport()
@@ -60,14 +60,15 @@ struct BenchMemory: ParsableCommand {
     let variants = Profile.default.variants
     let baseline = try peakResidentBytes()
     let bytes = try readFile(file)
-    guard let predicted = thumbnailer.predictedPeak(of: bytes, variants: variants),
-      let frame = ImageProbe.jpegFrame(bytes)
-    else { throw ValidationError("\(file): not a JPEG thumbd can size from its header") }
-    _ = try thumbnailer.render(bytes, variants: variants)
+    guard let predicted = thumbnailer.predictedPeak(of: bytes, variants: variants) else {
+      throw ValidationError("\(file): not an image thumbd can size from its header")
+    }
+    let frame = ImageProbe.jpegFrame(bytes)
+    let (info, _) = try thumbnailer.render(bytes, variants: variants)
     let measured = try peakResidentBytes() - baseline
     print(
-      "predicted_bytes=\(predicted.total) measured_bytes=\(measured) pixels=\(frame.size) "
-        + "progressive=\(frame.progressive)")
+      "predicted_bytes=\(predicted.total) measured_bytes=\(measured) pixels=\(frame?.size ?? info.size) "
+        + "progressive=\(frame.map { String($0.progressive) } ?? info.format.rawValue)")
   }
 
   /// The file's bytes, read straight into one array: going through Data would hold them twice for a

@@ -67,6 +67,10 @@ struct EndToEndTests {
 
     let states = try sql(database, "SELECT state, count(*) FROM thumbs.jobs GROUP BY state")
     #expect(states.rows.map { $0.compactMap { $0 } } == [["succeeded", "20"]])
+    // Every succeeded job carries its original's ThumbHash (base64, at most 25 bytes).
+    let hashes = try sql(database, "SELECT thumbhash FROM thumbs.jobs").rows.map { $0[0] ?? "" }
+    #expect(hashes.count == 20)
+    #expect(hashes.allSatisfy { (Data(base64Encoded: $0)?.count ?? 0) >= 5 && $0.count <= 36 }, "\(hashes)")
     var smallByName: [String: PixelBuffer] = [:]
     for photo in photos {
       let rows = try sql(
