@@ -37,13 +37,19 @@ public struct Thumbnailer: Sendable {
   /// what a worker reserves under `--memory-budget` before decoding. Nil when `render` would refuse the
   /// bytes before allocating anything large (no format thumbd decodes, an unreadable header, over
   /// `maxPixels`).
-  public func predictedPeak(of data: [UInt8], variants: [VariantSpec]) -> MemoryEstimate? {
+  ///
+  /// `economical`: the prediction for `render(economical: true)`, the cheaper route.
+  public func predictedPeak(
+    of data: [UInt8], variants: [VariantSpec], economical: Bool = false
+  ) -> MemoryEstimate? {
     guard let format = ImageFormat.sniff(data) else { return nil }
+    let margin = economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin
     if format == .jpeg {
       guard let frame = ImageProbe.jpegFrame(data), frame.size.pixels <= maxPixels else { return nil }
       let orientation = data.withUnsafeBytes { ExifReader.jpegOrientation($0) } ?? .up
       return MemoryCostModel.jpeg(
-        frame: frame, compressedBytes: data.count, orientation: orientation, variants: variants)
+        frame: frame, compressedBytes: data.count, orientation: orientation, variants: variants,
+        margin: margin)
     }
     // Reading the other formats' headers takes their libraries (HEIF's size is deep in its boxes); it
     // allocates no pixels.
@@ -52,14 +58,18 @@ public struct Thumbnailer: Sendable {
     let rowByRowWebP = format == .webp && data.count > 16 && data[12..<16].elementsEqual("VP8 ".utf8)
     return MemoryCostModel.interleavedDecode(
       format: format, stored: header.storedSize, orientation: header.orientation, hasAlpha: header.hasAlpha,
-      compressedBytes: data.count, variants: variants, wholeImageCodec: !rowByRowWebP)
+      compressedBytes: data.count, variants: variants, wholeImageCodec: !rowByRowWebP, margin: margin)
   }
 
   /// Decodes `data` once, at the smallest size that still serves the largest variant, and renders every
   /// variant of `variants` from it, plus the original's ThumbHash. Blocks: call it from a BlockingPool
   /// thread.
+  ///
+  /// `economical`: decode smaller, keeping only the pixels the largest variant needs rather than twice
+  /// that (RenderPlanner.economicalMargin): the cheaper route when the usual decode exceeds the memory
+  /// budget.
   public func render(
-    _ data: [UInt8], variants: [VariantSpec]
+    _ data: [UInt8], variants: [VariantSpec], economical: Bool = false
   ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
     let decoder = try SourceDecoders.make(data, maxPixels: maxPixels)
     let header = decoder.header
@@ -72,7 +82,8 @@ public struct Thumbnailer: Sendable {
           quality: 100)
       ]
     let decoded = try decoder.decode(
-      requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants))
+      requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants),
+      margin: economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin)
     let output = OutputStage(header: header, model: decoded.image.model)
     let orientation = header.orientation
     let steps = RenderPlanner.steps(

@@ -76,7 +76,8 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
 /// Predicts a job's peak memory from the header, for admission under `--memory-budget`.
 public enum MemoryCostModel {
   public static func jpeg(
-    frame: JPEGFrame, compressedBytes: Int, orientation: Orientation, variants: [VariantSpec]
+    frame: JPEGFrame, compressedBytes: Int, orientation: Orientation, variants: [VariantSpec],
+    margin: Double = RenderPlanner.reductionMargin
   ) -> MemoryEstimate {
     var estimate = MemoryEstimate()
     estimate.compressed = compressedBytes
@@ -85,7 +86,7 @@ public enum MemoryCostModel {
       estimate.coefficients = frame.coefficientBlocks * 64 * 2
     }
     let upright = orientation.uprightSize(of: frame.size)
-    let denominator = RenderPlanner.decodeDenominator(source: upright, variants: variants)
+    let denominator = RenderPlanner.decodeDenominator(source: upright, variants: variants, margin: margin)
     let scaled = PixelSize(
       width: (frame.size.width + denominator - 1) / denominator,
       height: (frame.size.height + denominator - 1) / denominator)
@@ -113,7 +114,7 @@ public enum MemoryCostModel {
   /// interleaved image; a HEIF thumbnail, when one serves, is smaller than the primary image.
   public static func interleavedDecode(
     format: ImageFormat, stored: PixelSize, orientation: Orientation, hasAlpha: Bool, compressedBytes: Int,
-    variants: [VariantSpec], wholeImageCodec: Bool = true
+    variants: [VariantSpec], wholeImageCodec: Bool = true, margin: Double = RenderPlanner.reductionMargin
   ) -> MemoryEstimate {
     var estimate = MemoryEstimate()
     // The decoders keep a copy of the file for as long as they live (OwnedBytes).
@@ -122,7 +123,8 @@ public enum MemoryCostModel {
     var decoded = stored
     if format == .webp,
       let reduced = RenderPlanner.reducedDecodeSize(
-        stored, requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants))
+        stored, requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants),
+        margin: margin)
     {
       decoded = reduced
     }

@@ -15,14 +15,22 @@ public enum RenderPlanner {
     variants.map { VariantLayout.make(source: source, box: $0.box, fit: $0.fit).scale }.max() ?? 1
   }
 
+  /// The margin an economical decode keeps: none beyond the pixels the largest variant needs. The
+  /// cheaper route for an original whose usual decode would not fit the memory budget (the final resize
+  /// then starts from a DCT-scaled image, slightly sharper than a windowed-sinc resize would leave it).
+  public static let economicalMargin = 1.0
+
   /// The largest reduction a scaled decode may make, given the upright source size and the variants.
   /// Returns the denominator d: decode at 1/d.
-  public static func decodeDenominator(source: PixelSize, variants: [VariantSpec]) -> Int {
-    decodeDenominator(requiredScale: requiredScale(source: source, variants: variants))
+  public static func decodeDenominator(
+    source: PixelSize, variants: [VariantSpec], margin: Double = reductionMargin
+  ) -> Int {
+    decodeDenominator(requiredScale: requiredScale(source: source, variants: variants), margin: margin)
   }
 
-  public static func decodeDenominator(requiredScale needed: Double) -> Int {
-    for d in dctDenominators where Double(d) * reductionMargin * needed <= 1.0 {
+  public static func decodeDenominator(requiredScale needed: Double, margin: Double = reductionMargin) -> Int
+  {
+    for d in dctDenominators where Double(d) * margin * needed <= 1.0 {
       // The decoded size is rounded up by libjpeg, so it is never smaller than the exact 1/d.
       return d
     }
@@ -31,8 +39,10 @@ public enum RenderPlanner {
 
   /// For decoders that scale to any size (WebP): the size that still leaves `reductionMargin`, or nil
   /// when that is no reduction.
-  public static func reducedDecodeSize(_ size: PixelSize, requiredScale: Double) -> PixelSize? {
-    let scale = requiredScale * reductionMargin
+  public static func reducedDecodeSize(
+    _ size: PixelSize, requiredScale: Double, margin: Double = reductionMargin
+  ) -> PixelSize? {
+    let scale = requiredScale * margin
     guard scale < 1 else { return nil }
     let reduced = PixelSize(
       width: max(1, Int((Double(size.width) * scale).rounded(.up))),

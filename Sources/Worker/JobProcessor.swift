@@ -41,7 +41,17 @@ public struct JobProcessor: Sendable {
       throw JobError(.invalidProfile, error.description)
     }
     let (original, _) = try await originals.original(for: job.sourceURL)
-    let cost = thumbnailer.predictedPeak(of: original.bytes, variants: profile.variants)?.total ?? 0
+    var cost = thumbnailer.predictedPeak(of: original.bytes, variants: profile.variants)?.total ?? 0
+    var economical = false
+    // The cheaper route: a smaller decode that still has every pixel the variants need.
+    if let memory, cost > memory.capacity,
+      let cheaper = thumbnailer.predictedPeak(
+        of: original.bytes, variants: profile.variants, economical: true)?
+        .total, cheaper < cost
+    {
+      cost = cheaper
+      economical = true
+    }
     if let memory, cost > 0 {
       switch await memory.acquire(cost) {
       case .granted: break
@@ -49,14 +59,16 @@ public struct JobProcessor: Sendable {
       case .neverFits:
         throw JobError(
           .overMemoryBudget,
-          "decoding needs about \(ByteSize.format(cost)), more than the \(ByteSize.format(memory.capacity)) "
-            + "--memory-budget leaves for decoding (the original cache takes the rest)")
+          "decoding needs about \(ByteSize.format(cost))\(economical ? " even at the smallest scale that serves" : ""), "
+            + "more than the \(ByteSize.format(memory.capacity)) --memory-budget leaves for decoding "
+            + "(the original cache takes the rest)")
       }
     }
     defer { if let memory, cost > 0 { memory.release(cost) } }
-    let (thumbnailer, store) = (self.thumbnailer, self.store)
+    let (thumbnailer, store, route) = (self.thumbnailer, self.store, economical)
     return try await pool.run { () throws(JobError) -> JobResult in
-      let (info, rendered) = try thumbnailer.render(original.bytes, variants: profile.variants)
+      let (info, rendered) = try thumbnailer.render(
+        original.bytes, variants: profile.variants, economical: route)
       let records = try rendered.map { (variant) throws(JobError) -> VariantRecord in
         let key = StorageKey.contentAddressed(variant.data, fileExtension: variant.format.fileExtension)
         try store.put(key: key, bytes: variant.data, contentType: variant.format.contentType)

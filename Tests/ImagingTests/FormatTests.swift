@@ -7,7 +7,8 @@ import ThumbCore
 
 /// Decodes any output thumbd writes (JPEG, PNG, WebP) to interleaved pixels, upright, alpha straight.
 func decodeAny(_ bytes: [UInt8]) throws -> PixelBuffer {
-  try SourceDecoders.make(bytes, maxPixels: 100_000_000).decode(requiredScale: 1).image.interleaved()
+  try SourceDecoders.make(bytes, maxPixels: 100_000_000).decode(requiredScale: 1, margin: 1).image
+    .interleaved()
 }
 
 func variant(

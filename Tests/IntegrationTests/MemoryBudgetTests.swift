@@ -26,6 +26,81 @@ struct MemoryBudgetTests {
     #expect(big[0] == "failed" && big[1] == "over_memory_budget" && big[3] == "1", "\(big)")
     #expect(big[2]?.contains("needs about") == true && big[2]?.contains("28 MiB") == true, "\(big)")
   }
+
+  /// An original whose usual decode does not fit takes the cheaper route (a smaller DCT scale that
+  /// still has every pixel the variants need) instead of failing.
+  @Test func theCheaperRouteServesWhenTheUsualDecodeWouldNotFit() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    let jpeg = try makeTestJPEG(width: 6400, height: 4800)
+    try Data(jpeg).write(to: fixture.origin.root.appendingPathComponent("wide.jpg"))
+    let variants = Profile.default.variants
+    let usual = try #require(Thumbnailer().predictedPeak(of: jpeg, variants: variants)).total
+    let cheaper = try #require(Thumbnailer().predictedPeak(of: jpeg, variants: variants, economical: true))
+      .total
+    #expect(cheaper < usual)
+    // A decode capacity between the two (the budget less its eighth for the original cache).
+    let capacity = (usual + cheaper) / 2
+    try sql(database, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/files/wide.jpg")])
+    let totals = try await drainQueue(databaseURL: database, storage: fixture.storage) {
+      $0.memoryBudget = capacity * 8 / 7
+      #expect($0.decodeBudget < usual && $0.decodeBudget >= cheaper, "\($0.decodeBudget)")
+    }
+    let outcome = try sql(database, "SELECT state, error_code, last_error FROM thumbs.jobs").rows
+    #expect(totals.succeeded == 1 && totals.failed == 0, "\(outcome), usual \(usual), cheaper \(cheaper)")
+    let sizes = try sql(database, "SELECT width, height FROM thumbs.variants ORDER BY name").rows
+    #expect(sizes == [["1600", "1200"], ["800", "600"], ["320", "240"], ["256", "256"]])
+  }
+}
+
+/// The done-when cases of the memory issue, in a real `thumbd worker` under --memory-budget 192MiB: a
+/// 100-megapixel progressive JPEG (its coefficient buffer alone is 572 MiB) is refused before decoding;
+/// the same picture as a baseline JPEG is processed; a 2 KB file claiming 65000x65000 is refused from its
+/// header. The worker's peak RSS never passes the budget.
+@Suite(
+  .serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)),
+  .enabled(if: WorkerProcess.binary != nil, Comment(rawValue: WorkerProcess.skipReason)))
+struct HugeOriginalTests {
+  @Test func hundredMegapixelsAndDecompressionBombsStayUnderTheBudget() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    // 12,500 x 8,000: exactly the default --max-pixels. Flat grey, so the files are small.
+    let grey = PixelBuffer(
+      width: 12_500, height: 8_000, channels: 1, pixels: [UInt8](repeating: 128, count: 100_000_000))
+    try Data(try JPEG.encode(grey, quality: 80, progressive: true)).write(
+      to: fixture.origin.root.appendingPathComponent("progressive.jpg"))
+    try Data(try JPEG.encode(grey, quality: 80)).write(
+      to: fixture.origin.root.appendingPathComponent("baseline.jpg"))
+    // A real 64x64 JPEG whose frame header is rewritten to claim 65000 x 65000.
+    var bomb = try JPEG.encode(PixelBuffer(width: 64, height: 64, channels: 1), quality: 80)
+    let sof = try #require((2..<(bomb.count - 9)).first { bomb[$0] == 0xFF && bomb[$0 + 1] == 0xC0 })
+    bomb.replaceSubrange((sof + 5)..<(sof + 9), with: [0xFD, 0xE8, 0xFD, 0xE8])
+    try Data(bomb).write(to: fixture.origin.root.appendingPathComponent("bomb.jpg"))
+    for name in ["progressive.jpg", "baseline.jpg", "bomb.jpg"] {
+      try sql(database, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/files/\(name)")])
+    }
+    let worker = try WorkerProcess(
+      databaseURL: database, storage: fixture.storage,
+      settings: ["THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_BUDGET": "192MiB"])
+    let settled = try await eventually(timeout: 120) {
+      try sql(database, "SELECT count(*) FROM thumbs.jobs WHERE state IN ('succeeded', 'failed')").rows[0][0]
+        == "3"
+    }
+    #expect(settled, "\(worker.log)")
+    let rows = try sql(
+      database, "SELECT source_url, state, error_code, last_error FROM thumbs.jobs ORDER BY source_url"
+    ).rows
+    let byName = Dictionary(uniqueKeysWithValues: rows.map { (URL(string: $0[0]!)!.lastPathComponent, $0) })
+    #expect(byName["baseline.jpg"]?[1] == "succeeded", "\(rows)")
+    #expect(byName["progressive.jpg"]?[2] == "over_memory_budget", "\(rows)")
+    #expect(byName["progressive.jpg"]?[3]?.contains("needs about") == true, "\(rows)")
+    #expect(byName["bomb.jpg"]?[2] == "too_large", "\(rows)")
+    let peak = try #require(FaultyOriginWorkerTests.peakResidentKiB(worker.pid))
+    print("worker VmHWM with a 100 MP baseline JPEG under a 192 MiB budget: \(peak) KiB")
+    #expect(peak < 192 * 1024, "peak RSS \(peak) KiB")
+    worker.send(SIGTERM)
+    #expect(await worker.waitForExit(timeout: 30) == 0)
+  }
 }
 
 /// The cost model against real peaks: `thumbd bench memory` renders each file in a child process of

@@ -54,7 +54,8 @@ final class HEIFSource: SourceDecoder {
     heif_context_free(context)
   }
 
-  func decode(requiredScale: Double) throws(JobError) -> DecodedSource {
+  /// The margin does not apply: an embedded thumbnail serves when it has every pixel a variant needs.
+  func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
     let full = header.storedSize
     let needed = PixelSize(
       width: Int((Double(full.width) * requiredScale).rounded(.up)),

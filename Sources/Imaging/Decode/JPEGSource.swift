@@ -26,8 +26,8 @@ struct JPEGSource: SourceDecoder {
       color: icc.map { .icc($0) } ?? .unspecified)
   }
 
-  func decode(requiredScale: Double) throws(JobError) -> DecodedSource {
-    let denominator = RenderPlanner.decodeDenominator(requiredScale: requiredScale)
+  func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
+    let denominator = RenderPlanner.decodeDenominator(requiredScale: requiredScale, margin: margin)
     let result = data.withUnsafeBytes { bytes in
       Result { () throws(JobError) -> PlanarImage in
         try decompressor.decodePlanes(bytes, header: jpegHeader, denominator: denominator)

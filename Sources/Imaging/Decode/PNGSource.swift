@@ -50,7 +50,7 @@ final class PNGSource: SourceDecoder {
 
   /// PNG has no reduced decode: always full size. Rows are decoded one at a time into the planes, so the
   /// interleaved image never exists whole (interlaced files, whose rows come pass by pass, excepted).
-  func decode(requiredScale: Double) throws(JobError) -> DecodedSource {
+  func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
     let channels = header.hasAlpha ? 4 : 3
     let format = Int32((header.hasAlpha ? SPNG_FMT_RGBA8 : SPNG_FMT_RGB8).rawValue)
     let size = header.storedSize

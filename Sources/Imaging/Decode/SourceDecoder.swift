@@ -35,8 +35,9 @@ struct DecodedSource {
 protocol SourceDecoder {
   var header: SourceHeader { get }
   /// Decodes at the smallest size that keeps `requiredScale` (output pixels per upright original pixel,
-  /// the largest any variant needs) with the planner's margin. Blocks.
-  func decode(requiredScale: Double) throws(JobError) -> DecodedSource
+  /// the largest any variant needs) times `margin` (RenderPlanner.reductionMargin, or economicalMargin
+  /// when memory is short). Blocks.
+  func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource
 }
 
 /// A copy of a file in memory that C decoders may point into for as long as they live (an Array's

@@ -53,14 +53,14 @@ final class WebPSource: SourceDecoder {
 
   deinit { WebPDemuxDelete(demuxer) }
 
-  func decode(requiredScale: Double) throws(JobError) -> DecodedSource {
+  func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
     var config = WebPDecoderConfig()
     guard WebPInitDecoderConfig(&config) != 0 else {
       throw JobError(.internalError, "libwebp version mismatch")
     }
     let stored = header.storedSize
     var size = stored
-    if let reduced = RenderPlanner.reducedDecodeSize(stored, requiredScale: requiredScale) {
+    if let reduced = RenderPlanner.reducedDecodeSize(stored, requiredScale: requiredScale, margin: margin) {
       size = reduced
       config.options.use_scaling = 1
       config.options.scaled_width = Int32(size.width)
