@@ -127,3 +127,39 @@ import ThumbCore
     #expect(JPEGSegments.iccProfile(Array(repeating: 0xFF, count: 9)) == nil)
   }
 }
+
+@Suite struct CostModelFormatTests {
+  let variants = Profile.default.variants
+
+  @Test func interleavedDecodesCountBothBuffersAndTheCodec() {
+    let size = PixelSize(width: 4000, height: 3000)
+    let png = MemoryCostModel.interleavedDecode(
+      format: .png, stored: size, orientation: .up, hasAlpha: true, compressedBytes: 1_000_000,
+      variants: variants)
+    #expect(png.decoded == 48_000_000 && png.interleaved == 48_000_000 && png.codec == 0)
+    #expect(png.compressed == 2_000_000)  // the decoder's own copy of the file
+    let heic = MemoryCostModel.interleavedDecode(
+      format: .heif, stored: size, orientation: .up, hasAlpha: false, compressedBytes: 1, variants: variants)
+    #expect(heic.codec == 36_000_000 && heic.decoded == 36_000_000)
+    // A lossy WebP is decoded scaled (1600 of 4000 needs 0.4: 0.8 with the margin) and row by row.
+    let webp = MemoryCostModel.interleavedDecode(
+      format: .webp, stored: size, orientation: .up, hasAlpha: false, compressedBytes: 1, variants: variants,
+      wholeImageCodec: false)
+    #expect(webp.decoded == 3200 * 2400 * 3 && webp.codec == 0)
+    #expect(webp.total < heic.total)
+  }
+
+  @Test func theEconomicalMarginDecodesSmaller() {
+    // 6400 px wide to 1600: 1/2 leaves the usual 2x margin, 1/4 is exactly the pixels needed.
+    #expect(RenderPlanner.decodeDenominator(requiredScale: 0.25) == 2)
+    #expect(RenderPlanner.decodeDenominator(requiredScale: 0.25, margin: RenderPlanner.economicalMargin) == 4)
+    let frame = JPEGFrame(
+      size: PixelSize(width: 6400, height: 4800), sampling: [.init(2, 2), .init(1, 1), .init(1, 1)],
+      progressive: false)
+    let usual = MemoryCostModel.jpeg(frame: frame, compressedBytes: 1, orientation: .up, variants: variants)
+    let cheaper = MemoryCostModel.jpeg(
+      frame: frame, compressedBytes: 1, orientation: .up, variants: variants,
+      margin: RenderPlanner.economicalMargin)
+    #expect(usual.decoded == 3200 * 2400 * 3 / 2 && cheaper.decoded == 1600 * 1200 * 3 / 2)
+  }
+}
