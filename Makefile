@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Extra arguments for `swift test`, e.g. make test SWIFT_TEST_FLAGS='--filter FetchTests'
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: build release test demo format lint clean
+.PHONY: build release test demo format lint clean fuzz
 
 build:
 	$(SWIFT) build
@@ -33,3 +33,9 @@ lint:
 # Keeps demo/originals: re-downloading the wallpaper packages is the slow part of the demo.
 clean:
 	rm -rf .build demo/thumbnails demo/worker.log
+
+# Fuzzes ThumbCore's binary parsers with libFuzzer, then merges what it found into the kept corpus
+# (docs/fuzzing.md). Never touches .build: it builds under ${TMPDIR:-/tmp}/thumbd-fuzz.
+# e.g. make fuzz FUZZ_SECONDS=600 FUZZ_TARGET=exif
+fuzz:
+	fuzz/run.sh $(or $(FUZZ_SECONDS),300) $(or $(FUZZ_TARGET),all)

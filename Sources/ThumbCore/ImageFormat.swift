@@ -12,14 +12,30 @@ public enum ImageFormat: String, Sendable {
     if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return .webp }
     if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { return .gif }
     if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return .tiff }
-    if starts(Array("BM".utf8)) && bytes.count >= 26 { return .bmp }
-    if starts(Array("ftyp".utf8), at: 4) && bytes.count >= 12 {
-      let brand = String(decoding: bytes[8..<12], as: UTF8.self)
-      switch brand {
-      case "avif", "avis": return .avif
-      case "heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1": return .heif
-      default: return nil
-      }
+    // "BM" claims the bytes even when too short to tell: a longer copy of them must not sniff otherwise.
+    if starts(Array("BM".utf8)) { return bytes.count >= 26 ? .bmp : nil }
+    if starts(Array("ftyp".utf8), at: 4) { return isobmff(bytes) }
+    return nil
+  }
+
+  static let avifBrands: Set<String> = ["avif", "avis"]
+  static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1"]
+
+  /// An ISO base media file (HEIF, AVIF, but also MP4): its `ftyp` box names a major brand and a list of
+  /// compatible ones. HEIF files are not always branded `heic` first (some writers put a generic or
+  /// vendor brand there and `mif1` among the compatible ones), so the whole list is read: the major
+  /// brand decides when it is known, else the first HEIF or AVIF brand of the list. Only a complete box
+  /// is read, so more bytes never change the answer.
+  static func isobmff(_ bytes: [UInt8]) -> ImageFormat? {
+    guard bytes.count >= 16 else { return nil }
+    let boxSize = Int(bytes[0]) << 24 | Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])
+    guard boxSize >= 16, boxSize <= 4096, bytes.count >= boxSize else { return nil }
+    let brands = ([8] + Array(stride(from: 16, through: boxSize - 4, by: 4))).map {
+      String(decoding: bytes[$0..<($0 + 4)], as: UTF8.self)
+    }
+    for brand in brands {
+      if avifBrands.contains(brand) { return .avif }
+      if heifBrands.contains(brand) { return .heif }
     }
     return nil
   }

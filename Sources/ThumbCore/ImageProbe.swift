@@ -6,8 +6,9 @@ public enum ImageProbe {
     switch format {
     case .jpeg: return jpegFrame(bytes)?.size
     case .png:
-      // IHDR is the first chunk: width and height big-endian at offsets 16 and 20.
-      guard bytes.count >= 24 else { return nil }
+      // IHDR is the first chunk: width and height big-endian at offsets 16 and 20, at most 2^31-1 by
+      // the spec (and the int columns of thumbs.originals), though 32 bits are stored.
+      guard bytes.count >= 24, be32(bytes, 16) <= Int32.max, be32(bytes, 20) <= Int32.max else { return nil }
       return positive(Int(be32(bytes, 16)), Int(be32(bytes, 20)))
     case .gif:
       guard bytes.count >= 10 else { return nil }
