@@ -32,6 +32,10 @@ public struct WorkerCounters: Sendable, Equatable {
   /// Lease statements run and outcome batches written: the queue's database work, for `bench queue`.
   public var leaseStatements = 0
   public var outcomeBatches = 0
+  /// Originals decoded, and how many of those decodes served more than one job (several profiles of
+  /// one photo). Kept in the process, not published.
+  public var decodes = 0
+  public var sharedDecodes = 0
 
   public init() {}
 }

@@ -15,6 +15,8 @@ public struct JobProcessor: Sendable {
   public let pool: BlockingPool
   /// Reserves each job's predicted peak memory before it decodes (`--memory-budget`); nil: no budget.
   let memory: AdmissionGate?
+  /// One decode for the jobs here that need the same original at once (several profiles of a photo).
+  let renders = SharedRenders()
 
   public init(
     originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool
@@ -33,6 +35,17 @@ public struct JobProcessor: Sendable {
     self.pool = pool
   }
 
+  public func leased(_ job: LeasedJob) {
+    guard let profile = try? ProfileSpec.parse(name: job.profileName, json: Data(job.profileSpec.utf8)) else {
+      return  // process() reports the invalid profile
+    }
+    renders.enrol(token: job.leaseToken, url: job.sourceURL, variants: profile.variants)
+  }
+
+  public func dropped(_ job: LeasedJob) {
+    if let membership = renders.takeEnrolment(token: job.leaseToken) { renders.leave(membership) }
+  }
+
   public func process(_ job: LeasedJob) async throws(JobError) -> JobResult {
     let profile: Profile
     do {
@@ -40,14 +53,45 @@ public struct JobProcessor: Sendable {
     } catch {
       throw JobError(.invalidProfile, error.description)
     }
-    let (original, _) = try await originals.original(for: job.sourceURL)
-    var cost = thumbnailer.predictedPeak(of: original.bytes, variants: profile.variants)?.total ?? 0
+    // Joined when leased (or now, for callers that process without leasing through a Worker), so that
+    // the URL's other jobs leased with this one render with it.
+    let membership =
+      renders.takeEnrolment(token: job.leaseToken)
+      ?? renders.join(url: job.sourceURL, variants: profile.variants)
+    let original: FetchedOriginal
+    do {
+      (original, _) = try await originals.original(for: job.sourceURL)
+    } catch {
+      renders.leave(membership)
+      throw error
+    }
+    let (info, rendered) = try await renders.variants(for: membership) {
+      (specs) throws(JobError) -> SharedRenders.Rendered? in try await render(original.bytes, specs)
+    }
+    let store = self.store
+    return try await pool.run { () throws(JobError) -> JobResult in
+      let records = try rendered.map { (variant) throws(JobError) -> VariantRecord in
+        let key = StorageKey.contentAddressed(variant.data, fileExtension: variant.format.fileExtension)
+        try store.put(key: key, bytes: variant.data, contentType: variant.format.contentType)
+        return VariantRecord(
+          name: variant.name, width: variant.size.width, height: variant.size.height,
+          format: variant.format.rawValue, bytes: variant.data.count, storageKey: key)
+      }
+      return JobResult(variants: records, thumbHash: info.thumbHash)
+    }
+  }
+
+  /// Decodes `bytes` once and renders `variants`, under the memory budget. Nil when abandoned while
+  /// waiting for memory.
+  private func render(
+    _ bytes: [UInt8], _ variants: [VariantSpec]
+  ) async throws(JobError) -> SharedRenders.Rendered? {
+    var cost = thumbnailer.predictedPeak(of: bytes, variants: variants)?.total ?? 0
     var economical = false
     // The cheaper route: a smaller decode that still has every pixel the variants need.
     if let memory, cost > memory.capacity,
-      let cheaper = thumbnailer.predictedPeak(
-        of: original.bytes, variants: profile.variants, economical: true)?
-        .total, cheaper < cost
+      let cheaper = thumbnailer.predictedPeak(of: bytes, variants: variants, economical: true)?.total,
+      cheaper < cost
     {
       cost = cheaper
       economical = true
@@ -55,7 +99,7 @@ public struct JobProcessor: Sendable {
     if let memory, cost > 0 {
       switch await memory.acquire(cost) {
       case .granted: break
-      case .cancelled: throw JobError(.internalError, "abandoned while waiting for memory")
+      case .cancelled: return nil
       case .neverFits:
         throw JobError(
           .overMemoryBudget,
@@ -65,18 +109,9 @@ public struct JobProcessor: Sendable {
       }
     }
     defer { if let memory, cost > 0 { memory.release(cost) } }
-    let (thumbnailer, store, route) = (self.thumbnailer, self.store, economical)
-    return try await pool.run { () throws(JobError) -> JobResult in
-      let (info, rendered) = try thumbnailer.render(
-        original.bytes, variants: profile.variants, economical: route)
-      let records = try rendered.map { (variant) throws(JobError) -> VariantRecord in
-        let key = StorageKey.contentAddressed(variant.data, fileExtension: variant.format.fileExtension)
-        try store.put(key: key, bytes: variant.data, contentType: variant.format.contentType)
-        return VariantRecord(
-          name: variant.name, width: variant.size.width, height: variant.size.height,
-          format: variant.format.rawValue, bytes: variant.data.count, storageKey: key)
-      }
-      return JobResult(variants: records, thumbHash: info.thumbHash)
+    let (thumbnailer, route) = (self.thumbnailer, economical)
+    return try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
+      try thumbnailer.render(bytes, variants: variants, economical: route)
     }
   }
 }

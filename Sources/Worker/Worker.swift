@@ -12,6 +12,16 @@ public import ThumbCore
 /// JobProcessor; benchmarks plug in handlers that do nothing, to measure the queue alone.
 public protocol JobHandler: Sendable {
   func process(_ job: LeasedJob) async throws(JobError) -> JobResult
+  /// The job was leased and waits for a slot (JobProcessor joins its URL's shared decode here, so that
+  /// jobs leased together decode together whatever the number of slots).
+  func leased(_ job: LeasedJob)
+  /// The job was abandoned before it got a slot: `process` will not be called.
+  func dropped(_ job: LeasedJob)
+}
+
+extension JobHandler {
+  public func leased(_ job: LeasedJob) {}
+  public func dropped(_ job: LeasedJob) {}
 }
 
 extension JobProcessor: JobHandler {}
@@ -109,7 +119,10 @@ public final class Worker: Sendable {
       keeperWake.signal()
     }
     try? await keeper.withdraw(workerID: config.workerID)
-    let result = counters.withLock { $0 }
+    var result = counters.withLock { $0 }
+    if let processor = handler as? JobProcessor {
+      (result.decodes, result.sharedDecodes) = processor.renders.counts
+    }
     let fetches = originals.counters
     logger.info(
       "worker stopped",
@@ -119,7 +132,8 @@ public final class Worker: Sendable {
         "jobs.handed_back": "\(result.handedBack)", "originals.downloads": "\(fetches.downloads)",
         "originals.shared_downloads": "\(fetches.sharedDownloads)",
         "originals.cache_hits": "\(fetches.cacheHits)",
-        "originals.revalidations": "\(fetches.revalidations)",
+        "originals.revalidations": "\(fetches.revalidations)", "renders.decodes": "\(result.decodes)",
+        "renders.shared": "\(result.sharedDecodes)",
       ])
     return result
   }
@@ -203,8 +217,12 @@ public final class Worker: Sendable {
   ) {
     running.add(1, ordering: .acquiringAndReleasing)
     let result = OneShot<Result<JobResult, JobError>?>()
+    handler.leased(job)
     let work = Task { [slots] in
-      guard await slots.acquire(1) == .granted else { return }  // abandoned while waiting: already resolved
+      guard await slots.acquire(1) == .granted else {  // abandoned while waiting: already resolved
+        handler.dropped(job)
+        return
+      }
       defer { slots.release(1) }
       let outcome = await Result { () async throws(JobError) in try await handler.process(job) }
       result.resolve(outcome)

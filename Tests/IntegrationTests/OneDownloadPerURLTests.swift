@@ -32,6 +32,15 @@ struct OneDownloadPerURLTests {
     let totals = try await drainQueue(databaseURL: database, storage: fixture.storage, concurrency: 2)
     #expect(totals.succeeded == 5)
     #expect(try await fixture.origin.requestCount("/files/photo.jpg") == 1)
+    // Leased together, the five jobs share one decode too (the profiles are copies: one set of
+    // variants is rendered for all five).
+    #expect(totals.decodes == 1 && totals.sharedDecodes == 1, "\(totals)")
+    let keys = try sql(
+      database,
+      "SELECT name, count(DISTINCT storage_key), count(*) FROM thumbs.variants GROUP BY name ORDER BY name"
+    ).rows
+    #expect(
+      keys.map { $0[1] } == ["1", "1", "1", "1"] && keys.map { $0[2] } == ["5", "5", "5", "5"], "\(keys)")
 
     // The originals row: what was downloaded, once.
     let photo = try Data(contentsOf: fixture.origin.root.appendingPathComponent("photo.jpg"))
@@ -50,6 +59,41 @@ struct OneDownloadPerURLTests {
           "0", "t", "t", "t",
         ]
       ])
+  }
+
+  /// Different profiles of one photo: one decode, each job its own variants, names and formats.
+  @Test func differentProfilesOfOnePhotoShareOneDecode() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    try sql(
+      database,
+      """
+      INSERT INTO thumbs.profiles (name, spec) VALUES ('mobile', '{"variants": [
+        {"name": "card", "width": 600, "height": 400, "fit": "cover", "format": "webp", "quality": 75},
+        {"name": "tiny", "width": 320, "height": 320, "quality": 80}]}')
+      """)
+    let url = fixture.origin.url("/files/photo.jpg")
+    for profile in ["default", "mobile"] {
+      try sql(database, "SELECT thumbs.enqueue($1, $2)", [url, profile])
+    }
+    let totals = try await drainQueue(databaseURL: database, storage: fixture.storage, concurrency: 1)
+    #expect(totals.succeeded == 2 && totals.decodes == 1 && totals.sharedDecodes == 1, "\(totals)")
+    let rows = try sql(
+      database,
+      """
+      SELECT j.profile, v.name, v.width, v.height, v.format, v.storage_key FROM thumbs.variants v
+        JOIN thumbs.jobs j ON j.id = v.job_id ORDER BY j.profile, v.name
+      """
+    ).rows
+    #expect(
+      rows.map { Array($0[0...4]) } == [
+        ["default", "large", "1200", "900", "jpeg"], ["default", "medium", "800", "600", "jpeg"],
+        ["default", "small", "320", "240", "jpeg"], ["default", "square", "256", "256", "jpeg"],
+        ["mobile", "card", "600", "400", "webp"], ["mobile", "tiny", "320", "240", "jpeg"],
+      ], "\(rows)")
+    // "tiny" is the same output as default's "small" (320 inside, q80): rendered once, stored once.
+    #expect(rows[2][5] == rows[5][5])
+    #expect(try sql(database, "SELECT count(*) FROM thumbs.jobs WHERE thumbhash IS NOT NULL").rows == [["2"]])
   }
 
   @Test func aLeaseTakesTheOtherReadyJobsForItsURLs() async throws {

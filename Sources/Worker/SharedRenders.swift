@@ -1,0 +1,155 @@
+import Imaging
+import Synchronization
+import ThumbCore
+
+/// One decode for all the jobs here that need the same original at the same time (a photo enqueued
+/// under several profiles; a lease brings such siblings along).
+///
+/// A job joins its URL's open group when it starts, before its download. The first member to have the
+/// original (they share one download, so they have it together) closes the group and renders the
+/// variants of every member at once (VariantUnion); the others wait for that result and take their
+/// own variants from it. A job that starts after the group closed opens a new one. A member that ends
+/// without rendering (its download failed, it was abandoned) leaves, and the group is forgotten once
+/// nobody is in it.
+final class SharedRenders: Sendable {
+  typealias Rendered = (info: SourceInfo, variants: [RenderedVariant])
+  /// What a follower receives: the leader's result, or nil when the leader gave up before rendering
+  /// (abandoned while waiting for memory), in which case the follower renders for itself.
+  typealias Shared = Result<Rendered, JobError>?
+
+  final class Group: Sendable {
+    struct State {
+      var members: [UInt64: [VariantSpec]] = [:]
+      var order: [UInt64] = []
+      /// Set when the leader closes the group: what it renders, and for whom (member i is ids[i]).
+      var closed: (union: VariantUnion, ids: [UInt64])?
+    }
+    let url: String
+    let state = Mutex(State())
+    let result = OneShot<Shared>()
+
+    init(url: String) { self.url = url }
+  }
+
+  struct Membership: Sendable {
+    let group: Group
+    let id: UInt64
+  }
+
+  private struct State {
+    var open: [String: Group] = [:]
+    /// Memberships taken when a job was leased, by lease token, until the job is processed or dropped.
+    var enrolled: [String: Membership] = [:]
+    var nextID: UInt64 = 0
+    var decodes = 0
+    var sharedDecodes = 0
+  }
+
+  private let state = Mutex(State())
+
+  /// Decodes made, and how many of them served more than one job.
+  var counts: (decodes: Int, shared: Int) { state.withLock { ($0.decodes, $0.sharedDecodes) } }
+
+  func join(url: String, variants: [VariantSpec]) -> Membership {
+    state.withLock { state in
+      state.nextID += 1
+      let group = state.open[url] ?? Group(url: url)
+      state.open[url] = group
+      group.state.withLock {
+        $0.members[state.nextID] = variants
+        $0.order.append(state.nextID)
+      }
+      return Membership(group: group, id: state.nextID)
+    }
+  }
+
+  /// Joins for a job just leased; `takeEnrolment` hands the membership to its processing.
+  func enrol(token: String, url: String, variants: [VariantSpec]) {
+    let membership = join(url: url, variants: variants)
+    let previous = state.withLock { $0.enrolled.updateValue(membership, forKey: token) }
+    if let previous { leave(previous) }
+  }
+
+  func takeEnrolment(token: String) -> Membership? {
+    state.withLock { $0.enrolled.removeValue(forKey: token) }
+  }
+
+  /// Leaves a group this job will not render with (it failed or was abandoned first).
+  func leave(_ membership: Membership) {
+    state.withLock { state in
+      let empty = membership.group.state.withLock { group -> Bool in
+        // A closed group's union is fixed: the leader renders for everyone it counted.
+        guard group.closed == nil else { return false }
+        group.members[membership.id] = nil
+        group.order.removeAll { $0 == membership.id }
+        return group.members.isEmpty
+      }
+      if empty, state.open[membership.group.url] === membership.group {
+        state.open[membership.group.url] = nil
+      }
+    }
+  }
+
+  /// This member's variants: rendered here with every other member's (`render` gets the union's
+  /// specs), or taken from the member that did. `render` runs at most once per group.
+  func variants(
+    for membership: Membership,
+    render: ([VariantSpec]) async throws(JobError) -> Rendered?
+  ) async throws(JobError) -> Rendered {
+    let group = membership.group
+    // The first member here closes the group: later jobs for the URL start a new one.
+    let lead = state.withLock { state -> (union: VariantUnion, ids: [UInt64])? in
+      let closing = group.state.withLock { group -> (VariantUnion, [UInt64])? in
+        if group.closed != nil { return nil }
+        let closed = (VariantUnion(group.order.map { group.members[$0]! }), group.order)
+        group.closed = closed
+        return closed
+      }
+      if closing != nil, state.open[group.url] === group { state.open[group.url] = nil }
+      return closing
+    }
+    guard let lead else {
+      switch await group.result.value {
+      case .some(let shared): return try Self.own(shared.get(), membership: membership)
+      case .none:
+        // The leader gave up: render alone.
+        let mine = group.state.withLock { $0.members[membership.id]! }
+        let alone = join(url: "\(group.url)#alone-\(membership.id)", variants: mine)
+        return try await variants(for: alone, render: render)
+      }
+    }
+    let outcome: Result<Rendered, JobError>?
+    do {
+      outcome = try await render(lead.union.specs).map { .success($0) }
+    } catch {
+      outcome = .failure(error)
+    }
+    group.result.resolve(outcome)
+    guard let outcome else { throw JobError(.internalError, "abandoned while waiting to render") }
+    state.withLock {
+      $0.decodes += 1
+      if lead.ids.count > 1 { $0.sharedDecodes += 1 }
+    }
+    let rendered = try outcome.get()
+    return Self.pick(rendered, union: lead.union, member: lead.ids.firstIndex(of: membership.id)!)
+  }
+
+  /// A follower's share of the leader's result.
+  private static func own(_ rendered: Rendered, membership: Membership) throws(JobError) -> Rendered {
+    guard let closed = membership.group.state.withLock({ $0.closed }),
+      let member = closed.ids.firstIndex(of: membership.id)
+    else { throw JobError(.internalError, "a job's render group lost it") }
+    return pick(rendered, union: closed.union, member: member)
+  }
+
+  /// Member `member`'s variants out of the union's, under that member's own names.
+  private static func pick(_ rendered: Rendered, union: VariantUnion, member: Int) -> Rendered {
+    let byName = Dictionary(uniqueKeysWithValues: rendered.variants.map { ($0.name, $0) })
+    let mine = union.members[member].compactMap { entry -> RenderedVariant? in
+      guard var variant = byName[union.specs[entry.index].name] else { return nil }
+      variant.name = entry.name
+      return variant
+    }
+    return (rendered.info, mine)
+  }
+}
