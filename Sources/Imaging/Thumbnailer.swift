@@ -47,18 +47,24 @@ public struct Thumbnailer: Sendable {
     if format == .jpeg {
       guard let frame = ImageProbe.jpegFrame(data), frame.size.pixels <= maxPixels else { return nil }
       let orientation = data.withUnsafeBytes { ExifReader.jpegOrientation($0) } ?? .up
+      // An embedded profile that is not sRGB sends the outputs through RGB and lcms2.
+      let converts = JPEGSegments.iccProfile(data).map {
+        ColorTransformCache.shared.toSRGB(iccProfile: $0, model: frame.isRGB ? .rgb : .yCbCr) != nil
+      }
       return MemoryCostModel.jpeg(
         frame: frame, compressedBytes: data.count, orientation: orientation, variants: variants,
-        margin: margin)
+        margin: margin, convertsColour: converts ?? false)
     }
     // Reading the other formats' headers takes their libraries (HEIF's size is deep in its boxes); it
     // allocates no pixels.
-    guard let header = try? SourceDecoders.make(data, maxPixels: maxPixels).header else { return nil }
+    guard let decoder = try? SourceDecoders.make(data, maxPixels: maxPixels) else { return nil }
+    let header = decoder.header
     // A plain lossy WebP ("VP8 " first) decodes row by row; lossless and extended files may not.
     let rowByRowWebP = format == .webp && data.count > 16 && data[12..<16].elementsEqual("VP8 ".utf8)
     return MemoryCostModel.interleavedDecode(
       format: format, stored: header.storedSize, orientation: header.orientation, hasAlpha: header.hasAlpha,
-      compressedBytes: data.count, variants: variants, wholeImageCodec: !rowByRowWebP, margin: margin)
+      compressedBytes: data.count, variants: variants, wholeImageCodec: !rowByRowWebP, margin: margin,
+      coded: (decoder as? HEIFSource)?.codedSize)
   }
 
   /// Decodes `data` once, at the smallest size that still serves the largest variant, and renders every

@@ -22,6 +22,7 @@ public enum ImageProbe {
   /// component's sampling factors, progressive or not.
   public static func jpegFrame(_ bytes: [UInt8]) -> JPEGFrame? {
     var i = 2
+    var adobeTransform: UInt8? = nil
     while i + 9 < bytes.count {
       guard bytes[i] == 0xFF else { return nil }
       let marker = bytes[i + 1]
@@ -47,8 +48,18 @@ public enum ImageProbe {
           let factors = bytes[i + 11 + 3 * k]
           return JPEGFrame.Sampling(max(1, Int(factors >> 4)), max(1, Int(factors & 0x0F)))
         }
-        return JPEGFrame(
+        var frame = JPEGFrame(
           size: PixelSize(width: width, height: height), sampling: sampling, progressive: progressive)
+        // libjpeg's rule: the Adobe transform decides; without one, component ids 'R', 'G', 'B' mean RGB.
+        let ids = (0..<count).map { bytes[i + 10 + 3 * $0] }
+        frame.isRGB = count == 3 && (adobeTransform.map { $0 == 0 } ?? (ids == [0x52, 0x47, 0x42]))
+        return frame
+      }
+      // APP14 "Adobe": version, two flag words, then the colour transform (0: none, i.e. RGB or CMYK).
+      if marker == 0xEE, length >= 14, i + 4 + 12 <= bytes.count,
+        bytes[(i + 4)..<(i + 9)].elementsEqual("Adobe".utf8)
+      {
+        adobeTransform = bytes[i + 4 + 11]
       }
       guard length >= 2 else { return nil }
       i += 2 + length

@@ -6,6 +6,9 @@ public struct JPEGFrame: Sendable, Equatable {
   public var sampling: [Sampling]
   /// SOF2 (and the other progressive SOFs): libjpeg must buffer every coefficient of the full-size image.
   public var progressive: Bool
+  /// Three components that are R, G and B rather than YCbCr (an Adobe APP14 transform of 0, or
+  /// component ids 'R', 'G', 'B', as libjpeg decides): decoded interleaved, not to planes.
+  public var isRGB = false
 
   public struct Sampling: Sendable, Equatable {
     public var horizontal: Int
@@ -61,9 +64,14 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
   /// prediction without it).
   public static let margin = 0.10
 
+  /// What the libraries hold whatever the picture's size (Huffman and quantisation tables, libjpeg's
+  /// per-scan and IDCT buffers, zlib's window, lcms2's transform): on a 2 MP progressive JPEG the
+  /// proportional margin alone left 3% of room.
+  public static let fixedOverhead = 2 << 20
+
   public var total: Int {
     let peak = compressed + max(coefficients + codec + decoded + interleaved, decoded + rendering)
-    return peak + Int(Double(peak) * Self.margin)
+    return peak + Int(Double(peak) * Self.margin) + Self.fixedOverhead
   }
 
   public var description: String {
@@ -77,7 +85,7 @@ public struct MemoryEstimate: Sendable, Equatable, CustomStringConvertible {
 public enum MemoryCostModel {
   public static func jpeg(
     frame: JPEGFrame, compressedBytes: Int, orientation: Orientation, variants: [VariantSpec],
-    margin: Double = RenderPlanner.reductionMargin
+    margin: Double = RenderPlanner.reductionMargin, convertsColour: Bool = false
   ) -> MemoryEstimate {
     var estimate = MemoryEstimate()
     estimate.compressed = compressedBytes
@@ -90,10 +98,10 @@ public enum MemoryCostModel {
     let scaled = PixelSize(
       width: (frame.size.width + denominator - 1) / denominator,
       height: (frame.size.height + denominator - 1) / denominator)
-    if frame.components == 4 {
-      // CMYK: decoded interleaved, then split into four planes.
-      estimate.interleaved = scaled.pixels * 4
-      estimate.decoded = scaled.pixels * 4
+    if frame.components == 4 || frame.isRGB {
+      // CMYK and RGB: decoded interleaved, then split into planes.
+      estimate.interleaved = scaled.pixels * frame.components
+      estimate.decoded = scaled.pixels * frame.components
     } else {
       // YCbCr (or grey) planes straight from the IDCT, each padded to whole MCUs.
       let maxH = frame.sampling.map(\.horizontal).max() ?? 1
@@ -105,7 +113,8 @@ public enum MemoryCostModel {
       }.reduce(0, +)
     }
     estimate.rendering = renderingBytes(
-      upright: upright, decoded: orientation.uprightSize(of: scaled), variants: variants)
+      upright: upright, decoded: orientation.uprightSize(of: scaled), variants: variants,
+      convertsColour: convertsColour || frame.components == 4 || frame.isRGB)
     return estimate
   }
 
@@ -114,7 +123,8 @@ public enum MemoryCostModel {
   /// interleaved image; a HEIF thumbnail, when one serves, is smaller than the primary image.
   public static func interleavedDecode(
     format: ImageFormat, stored: PixelSize, orientation: Orientation, hasAlpha: Bool, compressedBytes: Int,
-    variants: [VariantSpec], wholeImageCodec: Bool = true, margin: Double = RenderPlanner.reductionMargin
+    variants: [VariantSpec], wholeImageCodec: Bool = true, margin: Double = RenderPlanner.reductionMargin,
+    coded: PixelSize? = nil
   ) -> MemoryEstimate {
     var estimate = MemoryEstimate()
     // The decoders keep a copy of the file for as long as they live (OwnedBytes).
@@ -133,8 +143,9 @@ public enum MemoryCostModel {
     estimate.interleaved = decoded.pixels * channels
     switch format {
     case .heif, .avif:
-      // The codec's picture, YCbCr 4:2:0 at up to two bytes a sample (10-bit), plus alpha.
-      estimate.codec = stored.pixels * (hasAlpha ? 5 : 3)
+      // The codec's picture at its coded size (before cropping), YCbCr 4:2:0 at up to two bytes a
+      // sample (10-bit), plus alpha.
+      estimate.codec = (coded ?? stored).pixels * (hasAlpha ? 5 : 3)
     case .webp where wholeImageCodec:
       // Lossless WebP decodes to a whole-image ARGB buffer first; lossy works row by row.
       estimate.codec = stored.pixels * 4
@@ -142,16 +153,30 @@ public enum MemoryCostModel {
       break
     }
     estimate.rendering = renderingBytes(
-      upright: upright, decoded: orientation.uprightSize(of: decoded), variants: variants)
+      upright: upright, decoded: orientation.uprightSize(of: decoded), variants: variants,
+      convertsColour: true)
     return estimate
   }
 
-  /// Every variant's planes at full resolution (three bytes a pixel: an upper bound for 4:2:0 YCbCr,
-  /// exact for RGB) and their encoded bytes (bounded by the pixels), plus a colour-converted copy of
-  /// the largest one.
-  static func renderingBytes(upright: PixelSize, decoded: PixelSize, variants: [VariantSpec]) -> Int {
+  /// Every variant's planes and encoded bytes (bounded by the planes' bytes), plus the upright and
+  /// MCU-padded copies of the largest. A JPEG variant made straight from YCbCr planes holds 1.5 bytes a
+  /// pixel at 4:2:0 (3 at 4:4:4); anything else is three bytes a pixel, and an output that is
+  /// colour-converted or leaves as RGB (an ICC profile, CMYK, PNG, WebP, HEIF) also passes through an
+  /// interleaved copy, the converted copy and, for JPEG, a flattened one: about ten more bytes a pixel
+  /// for the largest.
+  static func renderingBytes(
+    upright: PixelSize, decoded: PixelSize, variants: [VariantSpec], convertsColour: Bool = false
+  ) -> Int {
     let steps = RenderPlanner.steps(original: upright, decoded: decoded, variants: variants)
-    let outputs = steps.map { $0.output.pixels * 3 }
-    return 2 * outputs.reduce(0, +) + (outputs.max() ?? 0)
+    var total = 0.0
+    var largest = 0
+    for step in steps {
+      let spec = variants[step.variant]
+      let planar = !convertsColour && spec.format == .jpeg && spec.subsampling == .s420
+      total += Double(step.output.pixels) * 2 * (planar ? 1.5 : 3)
+      largest = max(largest, step.output.pixels)
+    }
+    return Int(total) + largest * (convertsColour ? 13 : 4)
   }
+
 }

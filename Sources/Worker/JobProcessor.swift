@@ -58,15 +58,11 @@ public struct JobProcessor: Sendable {
     let membership =
       renders.takeEnrolment(token: job.leaseToken)
       ?? renders.join(url: job.sourceURL, variants: profile.variants)
-    let original: FetchedOriginal
-    do {
-      (original, _) = try await originals.original(for: job.sourceURL)
-    } catch {
-      renders.leave(membership)
-      throw error
-    }
+    // Only the member that renders downloads: the others wait for its variants, not for the bytes.
     let (info, rendered) = try await renders.variants(for: membership) {
-      (specs) throws(JobError) -> SharedRenders.Rendered? in try await render(original.bytes, specs)
+      (specs) throws(JobError) -> SharedRenders.Rendered? in
+      let (original, _) = try await originals.original(for: job.sourceURL)
+      return try await render(original.bytes, specs)
     }
     let store = self.store
     return try await pool.run { () throws(JobError) -> JobResult in
@@ -86,15 +82,18 @@ public struct JobProcessor: Sendable {
   private func render(
     _ bytes: [UInt8], _ variants: [VariantSpec]
   ) async throws(JobError) -> SharedRenders.Rendered? {
-    var cost = thumbnailer.predictedPeak(of: bytes, variants: variants)?.total ?? 0
-    var economical = false
-    // The cheaper route: a smaller decode that still has every pixel the variants need.
-    if let memory, cost > memory.capacity,
-      let cheaper = thumbnailer.predictedPeak(of: bytes, variants: variants, economical: true)?.total,
-      cheaper < cost
-    {
-      cost = cheaper
-      economical = true
+    // Reading a header can take libheif or libspng and a copy of the file: on the pool.
+    let (thumbnailer, capacity) = (self.thumbnailer, memory?.capacity)
+    let (cost, economical) = await pool.run { () -> (Int, Bool) in
+      let usual = thumbnailer.predictedPeak(of: bytes, variants: variants)?.total ?? 0
+      // The cheaper route: a smaller decode that still has every pixel the variants need.
+      if let capacity, usual > capacity,
+        let cheaper = thumbnailer.predictedPeak(of: bytes, variants: variants, economical: true)?.total,
+        cheaper < usual
+      {
+        return (cheaper, true)
+      }
+      return (usual, false)
     }
     if let memory, cost > 0 {
       switch await memory.acquire(cost) {
@@ -109,7 +108,7 @@ public struct JobProcessor: Sendable {
       }
     }
     defer { if let memory, cost > 0 { memory.release(cost) } }
-    let (thumbnailer, route) = (self.thumbnailer, economical)
+    let route = economical
     return try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
       try thumbnailer.render(bytes, variants: variants, economical: route)
     }

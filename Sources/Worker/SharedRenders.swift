@@ -5,12 +5,11 @@ import ThumbCore
 /// One decode for all the jobs here that need the same original at the same time (a photo enqueued
 /// under several profiles; a lease brings such siblings along).
 ///
-/// A job joins its URL's open group when it starts, before its download. The first member to have the
-/// original (they share one download, so they have it together) closes the group and renders the
-/// variants of every member at once (VariantUnion); the others wait for that result and take their
-/// own variants from it. A job that starts after the group closed opens a new one. A member that ends
-/// without rendering (its download failed, it was abandoned) leaves, and the group is forgotten once
-/// nobody is in it.
+/// A job joins its URL's open group when it is leased (the whole lease batch before any of it starts).
+/// The first member to get a job slot closes the group, downloads the original and renders the variants
+/// of every member at once (VariantUnion); the others wait for that result, without downloading, and
+/// take their own variants from it. A job leased after the group closed opens a new one. A member
+/// dropped before it got a slot leaves, and the group is forgotten once nobody is in it.
 final class SharedRenders: Sendable {
   typealias Rendered = (info: SourceInfo, variants: [RenderedVariant])
   /// What a follower receives: the leader's result, or nil when the leader gave up before rendering
@@ -90,8 +89,24 @@ final class SharedRenders: Sendable {
     }
   }
 
+  /// A group of one, never open to others: for a member whose shared render could not be made.
+  private func alone(variants: [VariantSpec]) -> Membership {
+    let id = state.withLock { state -> UInt64 in
+      state.nextID += 1
+      return state.nextID
+    }
+    let group = Group(url: "")
+    group.state.withLock {
+      $0.members[id] = variants
+      $0.order = [id]
+    }
+    return Membership(group: group, id: id)
+  }
+
   /// This member's variants: rendered here with every other member's (`render` gets the union's
-  /// specs), or taken from the member that did. `render` runs at most once per group.
+  /// specs, and downloads), or taken from the member that did. `render` runs at most once per group.
+  /// When the union does not fit the memory budget, or its renderer gave up, each member renders its
+  /// own variants: one profile's huge variant must not fail the others.
   func variants(
     for membership: Membership,
     render: ([VariantSpec]) async throws(JobError) -> Rendered?
@@ -108,24 +123,27 @@ final class SharedRenders: Sendable {
       if closing != nil, state.open[group.url] === group { state.open[group.url] = nil }
       return closing
     }
+    let mine = group.state.withLock { $0.members[membership.id]! }
     guard let lead else {
       switch await group.result.value {
       case .some(let shared): return try Self.own(shared.get(), membership: membership)
-      case .none:
-        // The leader gave up: render alone.
-        let mine = group.state.withLock { $0.members[membership.id]! }
-        let alone = join(url: "\(group.url)#alone-\(membership.id)", variants: mine)
-        return try await variants(for: alone, render: render)
+      case .none: return try await variants(for: alone(variants: mine), render: render)
       }
     }
-    let outcome: Result<Rendered, JobError>?
+    var outcome: Result<Rendered, JobError>?
     do {
       outcome = try await render(lead.union.specs).map { .success($0) }
     } catch {
       outcome = .failure(error)
     }
+    if case .failure(let error) = outcome, error.code == .overMemoryBudget, lead.ids.count > 1 {
+      outcome = nil  // split: each member alone
+    }
     group.result.resolve(outcome)
-    guard let outcome else { throw JobError(.internalError, "abandoned while waiting to render") }
+    guard let outcome else {
+      if lead.ids.count > 1 { return try await variants(for: alone(variants: mine), render: render) }
+      throw JobError(.internalError, "abandoned while waiting to render")
+    }
     state.withLock {
       $0.decodes += 1
       if lead.ids.count > 1 { $0.sharedDecodes += 1 }

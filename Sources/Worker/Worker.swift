@@ -199,6 +199,8 @@ public final class Worker: Sendable {
           await shutdown.sleep(seconds: min(5, 0.25 * Double(failures)))
           continue
         }
+        // Every job of the batch joins its URL's shared decode before any of them can start rendering.
+        for job in jobs { handler.leased(job) }
         for job in jobs { start(job, handler: handler, completer: completer, group: &group) }
         if jobs.count == wanted { continue }  // there may be more ready: lease again without waiting
         if config.drain && jobs.isEmpty && running.load(ordering: .acquiring) == 0 {
@@ -217,7 +219,6 @@ public final class Worker: Sendable {
   ) {
     running.add(1, ordering: .acquiringAndReleasing)
     let result = OneShot<Result<JobResult, JobError>?>()
-    handler.leased(job)
     let work = Task { [slots] in
       guard await slots.acquire(1) == .granted else {  // abandoned while waiting: already resolved
         handler.dropped(job)

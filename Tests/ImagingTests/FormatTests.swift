@@ -60,11 +60,14 @@ func near(_ a: [Double], _ b: [Double], _ tolerance: Double) -> Bool {
     let pixel16: [UInt8] = [0, 0x80, 0, 0x20, 0xFF, 0xFF]  // host (little) endian, as libspng takes it
     let row16 = Array([[UInt8]](repeating: pixel16, count: 8).joined())
     let rgb16 = Array([[UInt8]](repeating: row16, count: 8).joined())
-    let a = try decodeAny(
-      try thumbnailer.render(
-        TestImages.png(width: 8, height: 8, colorType: 2, bitDepth: 16, scanlines: rgb16),
-        variants: [variant("p", 8, 8, format: .png)]
-      ).1[0].data)
+    /// A PNG of these samples, through thumbd at its own size to a PNG variant, decoded again.
+    func roundTrip(_ side: Int, colorType: UInt8, bitDepth: UInt8, _ samples: [UInt8]) throws -> PixelBuffer {
+      let png = TestImages.png(
+        width: side, height: side, colorType: colorType, bitDepth: bitDepth, scanlines: samples)
+      return try decodeAny(
+        try thumbnailer.render(png, variants: [variant("p", side, side, format: .png)]).1[0].data)
+    }
+    let a = try roundTrip(8, colorType: 2, bitDepth: 16, rgb16)
     #expect(Array(a.pixels[0..<3]) == [128, 32, 255])
     // Palette with a transparent entry.
     let indices = (0..<4).flatMap { _ in [0, 1, 0, 1] as [UInt8] }
@@ -78,11 +81,7 @@ func near(_ a: [Double], _ b: [Double], _ tolerance: Double) -> Bool {
     #expect(p.pixels[7] == 0)
     // Grey, 8-bit.
     let grey = [UInt8](repeating: 90, count: 16)
-    let g = try decodeAny(
-      try thumbnailer.render(
-        TestImages.png(width: 4, height: 4, colorType: 0, bitDepth: 8, scanlines: grey),
-        variants: [variant("g", 4, 4, format: .png)]
-      ).1[0].data)
+    let g = try roundTrip(4, colorType: 0, bitDepth: 8, grey)
     #expect(Array(g.pixels[0..<3]) == [90, 90, 90])
   }
 

@@ -9,14 +9,14 @@ import ThumbCore
 struct MemoryBudgetTests {
   @Test func aJobThatCanNeverFitFailsAndTheRestRun() async throws {
     let database = try TestDatabase.create()
-    let fixture = try QueueFixture()  // photo.jpg: 1200 x 900, predicted 18 MiB; big.jpg 41 MiB
+    let fixture = try QueueFixture()  // photo.jpg: 1200 x 900, predicted 14 MiB; big.jpg 26 MiB
     try Data(try makeTestJPEG(width: 2400, height: 1800)).write(
       to: fixture.origin.root.appendingPathComponent("big.jpg"))
     for name in ["photo.jpg", "big.jpg"] {
       try sql(database, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/files/\(name)")])
     }
     let totals = try await drainQueue(databaseURL: database, storage: fixture.storage) {
-      $0.memoryBudget = 32 * 1024 * 1024  // an eighth for the original cache, 28 MiB for decoding
+      $0.memoryBudget = 20 * 1024 * 1024  // an eighth for the original cache, 17.5 MiB for decoding
     }
     #expect(totals.succeeded == 1 && totals.failed == 1)
     let big = try sql(
@@ -24,7 +24,7 @@ struct MemoryBudgetTests {
       "SELECT state, error_code, last_error, attempts FROM thumbs.jobs WHERE source_url LIKE '%big.jpg'"
     ).rows[0]
     #expect(big[0] == "failed" && big[1] == "over_memory_budget" && big[3] == "1", "\(big)")
-    #expect(big[2]?.contains("needs about") == true && big[2]?.contains("28 MiB") == true, "\(big)")
+    #expect(big[2]?.contains("needs about") == true && big[2]?.contains("17.5 MiB") == true, "\(big)")
   }
 
   /// An original whose usual decode does not fit takes the cheaper route (a smaller DCT scale that
@@ -50,6 +50,28 @@ struct MemoryBudgetTests {
     #expect(totals.succeeded == 1 && totals.failed == 0, "\(outcome), usual \(usual), cheaper \(cheaper)")
     let sizes = try sql(database, "SELECT width, height FROM thumbs.variants ORDER BY name").rows
     #expect(sizes == [["1600", "1200"], ["800", "600"], ["320", "240"], ["256", "256"]])
+  }
+}
+
+extension MemoryBudgetTests {
+  /// Two profiles of one photo, leased together: the union of their variants does not fit the budget,
+  /// one profile alone does. The shared decode splits, and only the profile that can never fit fails.
+  @Test func oneProfileTooLargeDoesNotFailTheOthersOfItsPhoto() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()  // photo.jpg, 1200 x 900
+    // Eight full-size variants: about 36 MiB predicted, over the 28 MiB a 32 MiB budget leaves.
+    let wide = (1...8).map { #"{"name": "q\#($0)", "width": 1200, "height": 900, "quality": \#(60 + $0)}"# }
+    try sql(
+      database, "INSERT INTO thumbs.profiles (name, spec) VALUES ('wide', $1)",
+      [#"{"variants": ["# + wide.joined(separator: ",") + "]}"])
+    let url = fixture.origin.url("/files/photo.jpg")
+    for profile in ["default", "wide"] { try sql(database, "SELECT thumbs.enqueue($1, $2)", [url, profile]) }
+    let totals = try await drainQueue(databaseURL: database, storage: fixture.storage, concurrency: 1) {
+      $0.memoryBudget = 32 * 1024 * 1024
+    }
+    let rows = try sql(database, "SELECT profile, state, error_code FROM thumbs.jobs ORDER BY profile").rows
+    #expect(rows == [["default", "succeeded", nil], ["wide", "failed", "over_memory_budget"]], "\(rows)")
+    #expect(totals.succeeded == 1 && totals.failed == 1)
   }
 }
 

@@ -182,3 +182,33 @@ import ThumbCore
     #expect(union.specs[union.members[1][4].index].format == .webp)
   }
 }
+
+@Suite struct JPEGColourSpaceTests {
+  /// A baseline SOF0 for 8x8 with three components `ids`, optionally after an Adobe APP14 segment.
+  func jpeg(ids: [UInt8], adobeTransform: UInt8?) -> [UInt8] {
+    var bytes: [UInt8] = [0xFF, 0xD8]
+    if let adobeTransform {
+      bytes += [0xFF, 0xEE, 0, 14] + Array("Adobe".utf8) + [0, 100, 0, 0, 0, 0, adobeTransform]
+    }
+    bytes += [0xFF, 0xC0, 0, 17, 8, 0, 8, 0, 8, 3]
+    for id in ids { bytes += [id, 0x11, 0] }
+    return bytes + [0xFF, 0xD9]
+  }
+
+  @Test func tellsRGBFromYCbCrAsLibjpegDoes() throws {
+    #expect(try #require(ImageProbe.jpegFrame(jpeg(ids: [1, 2, 3], adobeTransform: nil))).isRGB == false)
+    #expect(try #require(ImageProbe.jpegFrame(jpeg(ids: [0x52, 0x47, 0x42], adobeTransform: nil))).isRGB)
+    #expect(try #require(ImageProbe.jpegFrame(jpeg(ids: [1, 2, 3], adobeTransform: 0))).isRGB)
+    #expect(
+      try #require(ImageProbe.jpegFrame(jpeg(ids: [0x52, 0x47, 0x42], adobeTransform: 1))).isRGB == false)
+  }
+
+  @Test func rgbJPEGsPayForTheirInterleavedDecode() throws {
+    var frame = try #require(ImageProbe.jpegFrame(jpeg(ids: [1, 2, 3], adobeTransform: 0)))
+    frame.size = PixelSize(width: 6000, height: 4000)
+    let estimate = MemoryCostModel.jpeg(
+      frame: frame, compressedBytes: 1, orientation: .up, variants: Profile.default.variants)
+    // Decoded at full size (1600 of 6000 leaves no 2x margin at 1/2), interleaved and then as planes.
+    #expect(estimate.interleaved == 6000 * 4000 * 3 && estimate.decoded == estimate.interleaved)
+  }
+}

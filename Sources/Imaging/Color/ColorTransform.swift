@@ -162,7 +162,14 @@ final class ColorTransformCache: Sendable {
   private let entries = Mutex<[(key: [UInt8], model: ColorModel, transform: ColorTransform?)]>([])
   private let capacity = 16
 
+  /// Profiles larger than this are converted without being cached (a camera's or a phone's is a few
+  /// KB; a JPEG can carry 16 MB of "profile", and sixteen of those would stay resident).
+  static let largestCachedProfile = 256 * 1024
+
   func toSRGB(iccProfile: [UInt8], model: ColorModel) -> ColorTransform? {
+    guard iccProfile.count <= Self.largestCachedProfile else {
+      return ColorTransform.toSRGB(iccProfile: iccProfile, model: model)
+    }
     if let hit = entries.withLock({ list in list.first { $0.key == iccProfile && $0.model == model } }) {
       return hit.transform
     }

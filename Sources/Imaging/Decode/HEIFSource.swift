@@ -11,11 +11,20 @@ final class HEIFSource: SourceDecoder {
   static let maximumDimension: Int32 = 32768
 
   let header: SourceHeader
+  /// The coded size (`ispe`): what libheif decodes before cropping (`clap`) and turning. --max-pixels and
+  /// the cost model go by this, not by the displayed size, so a huge picture cropped to a few pixels
+  /// cannot slip through.
+  let codedSize: PixelSize
   private let file: OwnedBytes
   private let context: OpaquePointer
   private let primary: OpaquePointer
 
+  /// libheif sets up its codec and colour-conversion tables on first use; done once, up front, because
+  /// doing it lazily from several threads at once has crashed (libheif issues 950, 957).
+  static let initialised: Bool = heif_init(nil).code == heif_error_Ok
+
   init(_ data: [UInt8], format: ImageFormat, maxPixels: Int) throws(JobError) {
+    _ = Self.initialised
     file = OwnedBytes(data)
     guard let context = heif_context_alloc() else {
       throw JobError(.internalError, "heif_context_alloc failed")
@@ -39,11 +48,22 @@ final class HEIFSource: SourceDecoder {
     primary = handle
     let size = PixelSize(
       width: Int(heif_image_handle_get_width(handle)), height: Int(heif_image_handle_get_height(handle)))
+    let coded = PixelSize(
+      width: Int(heif_image_handle_get_ispe_width(handle)),
+      height: Int(heif_image_handle_get_ispe_height(handle)))
     guard size.width > 0, size.height > 0 else {
       heif_image_handle_release(handle)
       heif_context_free(context)
       throw JobError(.corruptImage, "HEIF primary image has no size")
     }
+    guard coded.pixels <= maxPixels else {
+      heif_image_handle_release(handle)
+      heif_context_free(context)
+      throw JobError(
+        .tooLarge,
+        "HEIF picture is coded at \(coded) (\(coded.pixels) pixels), over the limit of \(maxPixels)")
+    }
+    codedSize = PixelSize(width: max(coded.width, size.width), height: max(coded.height, size.height))
     header = SourceHeader(
       format: format, storedSize: size, orientation: .up,
       hasAlpha: heif_image_handle_has_alpha_channel(handle) != 0, color: Self.color(of: handle))
@@ -62,7 +82,16 @@ final class HEIFSource: SourceDecoder {
       height: Int((Double(full.height) * requiredScale).rounded(.up)))
     var chosen = primary
     var thumbnail: OpaquePointer?
-    let candidates = thumbnails()
+    // Only a real thumbnail: smaller than the picture, and of its shape (a thumbnail item without the
+    // primary's crop or turn would come out stretched or sideways).
+    let candidates = thumbnails().filter { candidate in
+      let size = candidate.size
+      let aspect = Double(size.width) / Double(size.height)
+      let primary = Double(full.width) / Double(full.height)
+      let fits = size.pixels < full.pixels && abs(aspect / primary - 1) < 0.01
+      if !fits { heif_image_handle_release(candidate.handle) }
+      return fits
+    }
     if let pick = RenderPlanner.embeddedThumbnail(sizes: candidates.map(\.size), needed: needed) {
       thumbnail = candidates[pick].handle
       chosen = candidates[pick].handle

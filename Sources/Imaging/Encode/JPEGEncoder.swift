@@ -42,11 +42,11 @@ final class TurboCompressor: @unchecked Sendable {
     } else {
       samp = image.subsampling[1] == .none ? TJSAMP_444 : TJSAMP_420
     }
-    var planes = image.planes
-    let strides = planes.map { Int32($0.stride) }
+    let strides = image.planes.map { Int32($0.stride) }
     return try output { out, length in
-      withMutablePlanePointers(&planes) { pointers in
-        var p: [UnsafePointer<UInt8>?] = pointers.map { UnsafePointer($0) }
+      // Read-only pointers: the encoder only reads, and a mutable view would copy every shared plane.
+      image.withPlanePointers { pointers in
+        var p: [UnsafePointer<UInt8>?] = pointers.map { Optional($0) }
         return strides.withUnsafeBufferPointer { s in
           p.withUnsafeMutableBufferPointer { pp in
             tjCompressFromYUVPlanes(
