@@ -109,7 +109,8 @@ public struct Thumbnailer: Sendable {
       let image = Resampler.resample(
         source, region: region, to: size,
         outputSubsampling: direct
-          ? output.planeSubsampling(spec.subsampling) : Array(repeating: .none, count: source.planes.count))
+          ? output.planeSubsampling(spec.subsampling) : Array(repeating: .none, count: source.planes.count),
+        chromaShift: direct ? orientation.chromaShift(storedOutput: size) : (0, 0))
       if isHash {
         thumbHash = output.thumbHash(of: image, orientation: orientation)
       } else {

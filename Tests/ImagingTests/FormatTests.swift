@@ -239,3 +239,44 @@ struct HEIFCorpusTests {
     #expect(lawn[1] > lawn[2] + 15, "the lawn in the foreground is green: \(lawn)")
   }
 }
+
+@Suite struct ChromaAlignmentTests {
+  /// A flipped orientation must not shift 4:2:0 chroma: an odd-width output of a mirrored original
+  /// (EXIF orientation 2) matches the same picture stored upright, also at a sharp colour edge.
+  @Test(arguments: [2, 3, 4, 5, 6, 7, 8])
+  func flippedOutputsKeepChromaInPlace(orientation: Int) throws {
+    let upright = PixelSize(width: 202, height: 122)
+    var picture = PixelBuffer(width: upright.width, height: upright.height, channels: 3)
+    for y in 0..<upright.height {
+      for x in 0..<upright.width {
+        // Red left of column 101 and above row 61, blue elsewhere: edges on odd output pixels.
+        let red = x < 101 && y < 61
+        picture.pixels[(y * upright.width + x) * 3] = red ? 230 : 20
+        picture.pixels[(y * upright.width + x) * 3 + 2] = red ? 20 : 230
+      }
+    }
+    let o = try #require(Orientation(rawValue: orientation))
+    // The stored picture that shows as `picture` once turned by `o`.
+    let storedSize = o.uprightSize(of: upright)
+    var stored = PixelBuffer(width: storedSize.width, height: storedSize.height, channels: 3)
+    for y in 0..<upright.height {
+      for x in 0..<upright.width {
+        let s = o.storedCoordinate(x: x, y: y, w: storedSize.width, h: storedSize.height)
+        for c in 0..<3 {
+          stored.pixels[(s.y * storedSize.width + s.x) * 3 + c] =
+            picture.pixels[(y * upright.width + x) * 3 + c]
+        }
+      }
+    }
+    let exif = TestImages.segment(
+      0xE1, Array("Exif".utf8) + [0, 0] + TestImages.tiffOrientation(UInt8(orientation)))
+    let turned = TestImages.inserting([exif], into: try JPEG.encode(stored, quality: 95))
+    let spec = [variant("v", 101, 61, quality: 95)]
+    let a = try JPEG.decode(
+      try Thumbnailer().render(try JPEG.encode(picture, quality: 95), variants: spec).1[0].data)
+    let b = try JPEG.decode(try Thumbnailer().render(turned, variants: spec).1[0].data)
+    #expect(a.size == PixelSize(width: 101, height: 61) && b.size == a.size)
+    let worst = zip(a.pixels, b.pixels).map { abs(Int($0) - Int($1)) }.max() ?? 0
+    #expect(worst <= 24, "orientation \(orientation): channels differ by up to \(worst)")
+  }
+}

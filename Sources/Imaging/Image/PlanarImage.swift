@@ -33,6 +33,10 @@ public struct PlanarImage: Sendable {
   /// Per plane, how many full-size pixels one of its samples spans across and down (2, 2 for 4:2:0
   /// chroma; 1, 1 for everything else).
   public var subsampling: [Subsampling]
+  /// Where the subsampled planes' grid starts, in full-size pixels: sample k spans
+  /// [shift + k·factor, shift + (k+1)·factor). 0 as JPEG defines it; -1 on an axis of odd length that
+  /// the output will flip, so that the grid starts at the upright image's origin once flipped.
+  public var chromaShift: (x: Double, y: Double) = (0, 0)
 
   public struct Subsampling: Sendable, Equatable {
     public var horizontal: Int
@@ -99,6 +103,7 @@ public struct PlanarImage: Sendable {
   /// Every plane turned upright.
   func oriented(_ orientation: Orientation) -> PlanarImage {
     if orientation == .up { return self }
+    // The shift was chosen so that the turned planes start at the origin.
     return PlanarImage(
       model: model, planes: planes.map { $0.oriented(orientation) },
       subsampling: orientation.swapsDimensions ? subsampling.map(\.transposed) : subsampling)
@@ -159,5 +164,16 @@ extension PlanarImage {
       return planes[index].withUnsafeBufferPointer { nest(index + 1, acc + [$0.baseAddress!]) }
     }
     return nest(0, [])
+  }
+}
+
+extension Orientation {
+  /// The chroma grid shift (PlanarImage.chromaShift) for an output of `storedOutput` made in stored
+  /// orientation: -1 on each stored axis that turning upright reverses, when its length is odd, so that
+  /// the subsampled samples line up with the upright image's origin as JPEG decoders expect.
+  func chromaShift(storedOutput size: PixelSize) -> (x: Double, y: Double) {
+    let reversesX = [.mirrored, .rotated180, .transverse, .rotated90CounterClockwise].contains(self)
+    let reversesY = [.rotated180, .mirroredVertically, .rotated90Clockwise, .transverse].contains(self)
+    return (reversesX && size.width % 2 == 1 ? -1 : 0, reversesY && size.height % 2 == 1 ? -1 : 0)
   }
 }

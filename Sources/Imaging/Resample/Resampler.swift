@@ -124,7 +124,8 @@ public enum Resampler {
   /// `padded` rounds each output plane up to whole JPEG MCUs (see Plane), edges replicated.
   public static func resample(
     _ image: PlanarImage, region: Region, to output: PixelSize,
-    outputSubsampling: [PlanarImage.Subsampling]? = nil, padded: Bool = false
+    outputSubsampling: [PlanarImage.Subsampling]? = nil, padded: Bool = false,
+    chromaShift: (x: Double, y: Double) = (0, 0)
   ) -> PlanarImage {
     let outSub = outputSubsampling ?? image.subsampling
     let maxH = outSub.map(\.horizontal).max() ?? 1
@@ -139,8 +140,14 @@ public enum Resampler {
       let size = sub.planeSize(output)
       // Output sample j of this plane covers full-size output pixels [j*h, (j+1)*h): its centre maps
       // back to the source through the region, then into this source plane's own coordinates.
+      // Shifted grids (PlanarImage.chromaShift) move a subsampled plane's samples, on either side.
+      let outShift = (x: sub.horizontal > 1 ? chromaShift.x : 0, y: sub.vertical > 1 ? chromaShift.y : 0)
+      let inShift = (
+        x: inSub.horizontal > 1 ? image.chromaShift.x : 0, y: inSub.vertical > 1 ? image.chromaShift.y : 0
+      )
       let planeRegion = Region(
-        x: region.x / Double(inSub.horizontal), y: region.y / Double(inSub.vertical),
+        x: (region.x + outShift.x * sx - inShift.x) / Double(inSub.horizontal),
+        y: (region.y + outShift.y * sy - inShift.y) / Double(inSub.vertical),
         width: Double(size.width * sub.horizontal) * sx / Double(inSub.horizontal),
         height: Double(size.height * sub.vertical) * sy / Double(inSub.vertical))
       var stride: Int? = nil
@@ -154,7 +161,9 @@ public enum Resampler {
       if padded { out.replicateEdgesIntoPadding() }
       planes.append(out)
     }
-    return PlanarImage(model: image.model, planes: planes, subsampling: outSub)
+    var result = PlanarImage(model: image.model, planes: planes, subsampling: outSub)
+    result.chromaShift = chromaShift
+    return result
   }
 
   /// Interleaved in, interleaved out (tools and tests): four channels are taken as straight RGBA.
