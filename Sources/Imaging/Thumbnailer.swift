@@ -124,7 +124,7 @@ public struct Thumbnailer: Sendable {
     }
     let info = SourceInfo(
       format: header.format, size: upright, orientation: orientation,
-      decodeDenominator: decoded.reduction.hasPrefix("1/") ? Int(decoded.reduction.dropFirst(2)) ?? 1 : 1,
+      decodeDenominator: decoded.denominator,
       reduction: decoded.reduction, hasAlpha: header.hasAlpha, thumbHash: thumbHash)
     return (info, rendered.compactMap { $0 })
   }

@@ -1,41 +1,21 @@
 /// Finds the EXIF Orientation of a JPEG without any library: walks the marker segments up to the first
-/// scan, finds the APP1 "Exif" segment, and reads IFD0 of its TIFF structure. Every read is bounds-checked,
-/// since the bytes come from strangers; anything malformed means "no orientation" (upright), never a crash.
+/// scan (JPEGSegments), finds the APP1 "Exif" segment, and reads IFD0 of its TIFF structure. Every read is
+/// bounds-checked, since the bytes come from strangers; anything malformed means "no orientation"
+/// (upright), never a crash.
 public enum ExifReader {
   public static func jpegOrientation(_ bytes: [UInt8]) -> Orientation? {
     bytes.withUnsafeBufferPointer { jpegOrientation(UnsafeRawBufferPointer($0)) }
   }
 
   public static func jpegOrientation(_ data: UnsafeRawBufferPointer) -> Orientation? {
-    guard data.count >= 4, data[0] == 0xFF, data[1] == 0xD8 else { return nil }
-    var pos = 2
-    while pos + 4 <= data.count {
-      guard data[pos] == 0xFF else { return nil }
-      let marker = data[pos + 1]
-      if marker == 0xFF {  // fill byte before a marker
-        pos += 1
-        continue
+    var found: Orientation?
+    JPEGSegments.forEach(data) { marker, payload in
+      if marker == 0xE1, payload.count >= 6, payload.prefix(6).elementsEqual([0x45, 0x78, 0x69, 0x66, 0, 0]) {
+        found = tiffOrientation(UnsafeRawBufferPointer(rebasing: payload[6...]))
       }
-      // Markers without a length: TEM and RSTn; SOS and EOI end the header.
-      if marker == 0x01 || (0xD0...0xD7).contains(marker) {
-        pos += 2
-        continue
-      }
-      if marker == 0xDA || marker == 0xD9 { return nil }
-      let length = Int(data[pos + 2]) << 8 | Int(data[pos + 3])
-      guard length >= 2, pos + 2 + length <= data.count else { return nil }
-      let payload = pos + 4
-      let payloadLength = length - 2
-      if marker == 0xE1, payloadLength >= 6,
-        data[payload] == 0x45, data[payload + 1] == 0x78, data[payload + 2] == 0x69,
-        data[payload + 3] == 0x66, data[payload + 4] == 0, data[payload + 5] == 0
-      {
-        let tiff = UnsafeRawBufferPointer(rebasing: data[(payload + 6)..<(payload + payloadLength)])
-        if let orientation = tiffOrientation(tiff) { return orientation }
-      }
-      pos += 2 + length
+      return found == nil
     }
-    return nil
+    return found
   }
 
   /// Orientation from a TIFF structure (the body of an EXIF block, also what HEIF's Exif item holds).

@@ -155,11 +155,17 @@ enum TransferCurve: Equatable {
   }
 }
 
-/// Transforms by profile bytes: a photo library has few distinct profiles (sRGB, Display P3, Adobe RGB),
-/// and making a transform costs far more than applying it to a thumbnail.
+/// Transforms by profile bytes or nclx description: a photo library has few distinct profiles (sRGB,
+/// Display P3, Adobe RGB), and making a transform costs far more than applying it to a thumbnail.
 final class ColorTransformCache: Sendable {
   static let shared = ColorTransformCache()
-  private let entries = Mutex<[(key: [UInt8], model: ColorModel, transform: ColorTransform?)]>([])
+
+  private enum Key: Equatable {
+    case icc([UInt8], ColorModel)
+    case nclx(ColorPrimaries, TransferCurve, alpha: Bool)
+  }
+
+  private let entries = Mutex<[(key: Key, transform: ColorTransform?)]>([])
   private let capacity = 16
 
   /// Profiles larger than this are converted without being cached (a camera's or a phone's is a few
@@ -170,12 +176,20 @@ final class ColorTransformCache: Sendable {
     guard iccProfile.count <= Self.largestCachedProfile else {
       return ColorTransform.toSRGB(iccProfile: iccProfile, model: model)
     }
-    if let hit = entries.withLock({ list in list.first { $0.key == iccProfile && $0.model == model } }) {
-      return hit.transform
+    return cached(.icc(iccProfile, model)) { ColorTransform.toSRGB(iccProfile: iccProfile, model: model) }
+  }
+
+  func toSRGB(primaries: ColorPrimaries, transfer: TransferCurve, alpha: Bool) -> ColorTransform? {
+    cached(.nclx(primaries, transfer, alpha: alpha)) {
+      ColorTransform.toSRGB(primaries: primaries, transfer: transfer, alpha: alpha)
     }
-    let transform = ColorTransform.toSRGB(iccProfile: iccProfile, model: model)
+  }
+
+  private func cached(_ key: Key, _ make: () -> ColorTransform?) -> ColorTransform? {
+    if let hit = entries.withLock({ list in list.first { $0.key == key } }) { return hit.transform }
+    let transform = make()
     entries.withLock { list in
-      list.insert((iccProfile, model, transform), at: 0)
+      list.insert((key, transform), at: 0)
       if list.count > capacity { list.removeLast() }
     }
     return transform

@@ -30,21 +30,23 @@ final class HEIFSource: SourceDecoder {
       throw JobError(.internalError, "heif_context_alloc failed")
     }
     self.context = context
+    // deinit does not run when init throws: whatever this init made is freed here until it succeeds.
+    var handle: OpaquePointer?
+    var made = false
+    defer {
+      if !made {
+        if let handle { heif_image_handle_release(handle) }
+        heif_context_free(context)
+      }
+    }
     heif_context_set_maximum_image_size_limit(context, Self.maximumDimension)
     // A worker runs one decode per slot: libheif's own threads would oversubscribe the cores.
     heif_context_set_max_decoding_threads(context, 0)
     var failure = heif_context_read_from_memory_without_copy(context, file.pointer, file.count, nil)
-    if let error = Self.jobError(failure, what: "HEIF container") {
-      heif_context_free(context)
-      throw error
-    }
-    var handle: OpaquePointer?
+    if let error = Self.jobError(failure, what: "HEIF container") { throw error }
     failure = heif_context_get_primary_image_handle(context, &handle)
-    guard let handle, Self.jobError(failure, what: "HEIF primary image") == nil else {
-      heif_context_free(context)
-      throw Self.jobError(failure, what: "HEIF primary image")
-        ?? JobError(.corruptImage, "HEIF file has no primary image")
-    }
+    if let error = Self.jobError(failure, what: "HEIF primary image") { throw error }
+    guard let handle else { throw JobError(.corruptImage, "HEIF file has no primary image") }
     primary = handle
     let size = PixelSize(
       width: Int(heif_image_handle_get_width(handle)), height: Int(heif_image_handle_get_height(handle)))
@@ -52,13 +54,9 @@ final class HEIFSource: SourceDecoder {
       width: Int(heif_image_handle_get_ispe_width(handle)),
       height: Int(heif_image_handle_get_ispe_height(handle)))
     guard size.width > 0, size.height > 0 else {
-      heif_image_handle_release(handle)
-      heif_context_free(context)
       throw JobError(.corruptImage, "HEIF primary image has no size")
     }
     guard coded.pixels <= maxPixels else {
-      heif_image_handle_release(handle)
-      heif_context_free(context)
       throw JobError(
         .tooLarge,
         "HEIF picture is coded at \(coded) (\(coded.pixels) pixels), over the limit of \(maxPixels)")
@@ -67,6 +65,7 @@ final class HEIFSource: SourceDecoder {
     header = SourceHeader(
       format: format, storedSize: size, orientation: .up,
       hasAlpha: heif_image_handle_has_alpha_channel(handle) != 0, color: Self.color(of: handle))
+    made = true
   }
 
   deinit {
@@ -118,8 +117,8 @@ final class HEIFSource: SourceDecoder {
     let size = PixelSize(
       width: Int(heif_image_get_width(image, heif_channel_interleaved)),
       height: Int(heif_image_get_height(image, heif_channel_interleaved)))
-    let planar = SourceDecoders.planes(
-      from: base, size: size, channels: alpha ? 4 : 3, stride: Int(stride),
+    let planar = PlanarImage(
+      interleaved: base, size: size, stride: Int(stride), model: alpha ? .rgba : .rgb,
       premultiplied: alpha && heif_image_handle_is_premultiplied_alpha(chosen) != 0)
     return DecodedSource(image: planar, reduction: thumbnail != nil ? "thumbnail \(size)" : "1/1")
   }

@@ -33,6 +33,6 @@ struct JPEGSource: SourceDecoder {
         try decompressor.decodePlanes(bytes, header: jpegHeader, denominator: denominator)
       }
     }
-    return DecodedSource(image: try result.get(), reduction: "1/\(denominator)")
+    return DecodedSource(image: try result.get(), reduction: "1/\(denominator)", denominator: denominator)
   }
 }

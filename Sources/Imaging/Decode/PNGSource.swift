@@ -65,8 +65,8 @@ final class PNGSource: SourceDecoder {
       }
       guard status == 0 else { throw Self.jobError(status, what: "PNG data") }
       let image = pixels.withUnsafeBufferPointer {
-        SourceDecoders.planes(
-          from: $0.baseAddress!, size: size, channels: channels, stride: rowBytes, premultiplied: false)
+        PlanarImage(
+          interleaved: $0.baseAddress!, size: size, stride: rowBytes, model: header.hasAlpha ? .rgba : .rgb)
       }
       return DecodedSource(image: image, reduction: "1/1")
     }
@@ -76,7 +76,7 @@ final class PNGSource: SourceDecoder {
     var row = [UInt8](repeating: 0, count: rowBytes)
     var image = PlanarImage(
       model: header.hasAlpha ? .rgba : .rgb,
-      planes: (0..<channels).map { _ in Plane(width: size.width, height: size.height) })
+      planes: (0..<channels).map { _ in Plane(width: size.width, height: size.height, zeroed: false) })
     try withMutablePlanePointers(&image.planes) { (dst) throws(JobError) in
       for y in 0..<size.height {
         status = row.withUnsafeMutableBytes { spng_decode_row(context, $0.baseAddress, rowBytes) }
@@ -85,16 +85,9 @@ final class PNGSource: SourceDecoder {
           throw Self.jobError(status, what: "PNG data")
         }
         row.withUnsafeBufferPointer { src in
-          let o = y * size.width
-          for x in 0..<size.width {
-            if channels == 3 {
-              for ch in 0..<3 { dst[ch][o + x] = src[x * 3 + ch] }
-            } else {
-              let a = src[x * 4 + 3]
-              dst[3][o + x] = a
-              for ch in 0..<3 { dst[ch][o + x] = UInt8((UInt32(src[x * 4 + ch]) * UInt32(a) + 127) / 255) }
-            }
-          }
+          PlanarImage.split(
+            row: src.baseAddress!, width: size.width, into: dst, at: y * size.width,
+            premultiplying: header.hasAlpha)
         }
       }
     }

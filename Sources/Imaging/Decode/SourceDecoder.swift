@@ -29,6 +29,8 @@ struct DecodedSource {
   var image: PlanarImage
   /// How the decode was reduced, for logs and `thumbd thumbnail --verbose`: "1/4", "thumbnail 512x384".
   var reduction: String
+  /// The JPEG DCT scale denominator (1 for the other formats).
+  var denominator = 1
 }
 
 /// One format's decoder, holding the file. `header` is read at creation; `decode` allocates the pixels.
@@ -79,36 +81,5 @@ enum SourceDecoders {
       throw JobError(.tooLarge, "\(size) is \(size.pixels) pixels, over the limit of \(maxPixels)")
     }
     return decoder
-  }
-
-  /// Splits interleaved 8-bit pixels (3 or 4 channels, rows `stride` bytes apart) into planes;
-  /// four channels are RGBA, premultiplied here unless `premultiplied` says they already are.
-  static func planes(
-    from base: UnsafePointer<UInt8>, size: PixelSize, channels: Int, stride: Int, premultiplied: Bool
-  ) -> PlanarImage {
-    var planes = (0..<channels).map { _ in Plane(width: size.width, height: size.height, zeroed: false) }
-    withMutablePlanePointers(&planes) { dst in
-      for y in 0..<size.height {
-        let row = base + y * stride
-        let o = y * size.width
-        if channels == 3 {
-          for x in 0..<size.width {
-            dst[0][o + x] = row[x * 3]
-            dst[1][o + x] = row[x * 3 + 1]
-            dst[2][o + x] = row[x * 3 + 2]
-          }
-        } else {
-          for x in 0..<size.width {
-            let a = row[x * 4 + 3]
-            dst[3][o + x] = a
-            for ch in 0..<3 {
-              let v = row[x * 4 + ch]
-              dst[ch][o + x] = premultiplied ? v : UInt8((UInt32(v) * UInt32(a) + 127) / 255)
-            }
-          }
-        }
-      }
-    }
-    return PlanarImage(model: channels == 4 ? .rgba : .rgb, planes: planes)
   }
 }

@@ -51,8 +51,11 @@ final class TurboDecompressor: @unchecked Sendable {
     let scaled = Self.scaledSize(header.size, denominator: denominator)
     if header.isCMYK || header.colorspace == Int32(TJCS_RGB.rawValue) {
       let image = try decode(data, header: header, denominator: denominator)
-      return image.channels == 4
-        ? PlanarImage(model: .invertedCMYK, planes: Self.split(image)) : PlanarImage(interleaved: image)
+      return image.pixels.withUnsafeBufferPointer {
+        PlanarImage(
+          interleaved: $0.baseAddress!, size: image.size, stride: image.rowBytes,
+          model: image.channels == 4 ? .invertedCMYK : .rgb)
+      }
     }
     let gray = header.subsampling == Int32(TJSAMP_GRAY.rawValue)
     let componentCount = gray ? 1 : 3
@@ -117,19 +120,6 @@ final class TurboDecompressor: @unchecked Sendable {
     if !isWarning || message.contains("Premature end") {
       throw JobError(.corruptImage, "JPEG data: \(message)")
     }
-  }
-
-  private static func split(_ image: PixelBuffer) -> [Plane] {
-    let c = image.channels
-    var planes = (0..<c).map { _ in Plane(width: image.width, height: image.height) }
-    image.pixels.withUnsafeBufferPointer { src in
-      for ch in 0..<c {
-        planes[ch].withUnsafeMutableBufferPointer { dst in
-          for i in 0..<dst.count { dst[i] = src[i * c + ch] }
-        }
-      }
-    }
-    return planes
   }
 
   /// The size libjpeg produces at 1/denominator: rounded up (TJSCALED).

@@ -79,8 +79,9 @@ final class WebPSource: SourceDecoder {
     }
     guard status == VP8_STATUS_OK else { throw Self.jobError(status, what: "WebP data") }
     let image = pixels.withUnsafeBufferPointer {
-      SourceDecoders.planes(
-        from: $0.baseAddress!, size: size, channels: channels, stride: stride, premultiplied: true)
+      PlanarImage(
+        interleaved: $0.baseAddress!, size: size, stride: stride, model: header.hasAlpha ? .rgba : .rgb,
+        premultiplied: true)
     }
     return DecodedSource(image: image, reduction: size == stored ? "1/1" : "scaled to \(size)")
   }

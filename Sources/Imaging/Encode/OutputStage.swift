@@ -15,7 +15,8 @@ struct OutputStage {
     case .nclx(let primaries, let transfer):
       transform =
         model == .rgb || model == .rgba
-        ? ColorTransform.toSRGB(primaries: primaries, transfer: transfer, alpha: model == .rgba) : nil
+        ? ColorTransformCache.shared.toSRGB(primaries: primaries, transfer: transfer, alpha: model == .rgba)
+        : nil
     }
   }
 

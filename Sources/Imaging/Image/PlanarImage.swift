@@ -72,30 +72,53 @@ public struct PlanarImage: Sendable {
   /// Splits an interleaved image into planes; four-channel input is taken as RGBA with straight alpha
   /// and premultiplied on the way.
   public init(interleaved image: PixelBuffer) {
-    let c = image.channels
-    let model: ColorModel = c == 1 ? .gray : c == 4 ? .rgba : .rgb
-    var planes = (0..<c).map { _ in Plane(width: image.width, height: image.height) }
-    let count = image.width * image.height
-    image.pixels.withUnsafeBufferPointer { src in
-      for ch in 0..<c {
-        planes[ch].withUnsafeMutableBufferPointer { dst in
-          for i in 0..<count { dst[i] = src[i * c + ch] }
-        }
+    let model: ColorModel = image.channels == 1 ? .gray : image.channels == 4 ? .rgba : .rgb
+    self = image.pixels.withUnsafeBufferPointer {
+      PlanarImage(interleaved: $0.baseAddress!, size: image.size, stride: image.rowBytes, model: model)
+    }
+  }
+
+  /// Splits interleaved 8-bit pixels (a byte per plane of `model`, rows `stride` bytes apart) into
+  /// planes. RGBA is premultiplied on the way unless `premultiplied` says it is already.
+  init(
+    interleaved base: UnsafePointer<UInt8>, size: PixelSize, stride: Int, model: ColorModel,
+    premultiplied: Bool = false
+  ) {
+    var planes = (0..<model.planeCount).map { _ in
+      Plane(width: size.width, height: size.height, zeroed: false)
+    }
+    withMutablePlanePointers(&planes) { dst in
+      for y in 0..<size.height {
+        Self.split(
+          row: base + y * stride, width: size.width, into: dst, at: y * size.width,
+          premultiplying: model == .rgba && !premultiplied)
       }
     }
     self.init(model: model, planes: planes)
-    if model == .rgba { premultiply() }
   }
 
-  /// Colour channels times alpha / 255, rounded.
-  mutating func premultiply() {
-    precondition(model == .rgba)
-    let alpha = planes[3]
-    alpha.withUnsafeBufferPointer { a in
-      for ch in 0..<3 {
-        planes[ch].withUnsafeMutableBufferPointer { p in
-          for i in 0..<p.count { p[i] = UInt8((UInt32(p[i]) * UInt32(a[i]) + 127) / 255) }
-        }
+  /// One interleaved row of `planes.count` channels into the planes at `offset` (packed rows); the
+  /// colour of four-channel RGBA times alpha / 255, rounded, when `premultiplying`.
+  static func split(
+    row: UnsafePointer<UInt8>, width: Int, into planes: [UnsafeMutablePointer<UInt8>], at offset: Int,
+    premultiplying: Bool
+  ) {
+    let c = planes.count
+    if c == 3 {  // the common case, unrolled
+      for x in 0..<width {
+        planes[0][offset + x] = row[x * 3]
+        planes[1][offset + x] = row[x * 3 + 1]
+        planes[2][offset + x] = row[x * 3 + 2]
+      }
+    } else if premultiplying {
+      for x in 0..<width {
+        let a = row[x * 4 + 3]
+        planes[3][offset + x] = a
+        for ch in 0..<3 { planes[ch][offset + x] = UInt8((UInt32(row[x * 4 + ch]) * UInt32(a) + 127) / 255) }
+      }
+    } else {
+      for x in 0..<width {
+        for ch in 0..<c { planes[ch][offset + x] = row[x * c + ch] }
       }
     }
   }
@@ -158,12 +181,11 @@ extension PlanarImage {
     return out
   }
 
+  /// Every plane's base pointer at once, read-only. A plane's storage never moves (PlaneStorage), so the
+  /// pointers hold while the planes are kept alive.
   func withPlanePointers<R>(_ body: ([UnsafePointer<UInt8>]) -> R) -> R {
-    func nest(_ index: Int, _ acc: [UnsafePointer<UInt8>]) -> R {
-      if index == planes.count { return body(acc) }
-      return planes[index].withUnsafeBufferPointer { nest(index + 1, acc + [$0.baseAddress!]) }
-    }
-    return nest(0, [])
+    let pointers = planes.map { plane in plane.withUnsafeBufferPointer { $0.baseAddress! } }
+    return withExtendedLifetime(planes) { body(pointers) }
   }
 }
 

@@ -7,19 +7,38 @@ public import ThumbCore
 /// row), then the horizontal pass takes a dot product of that row with each output column's weights
 /// (8 at a time). Only the source columns and rows the region touches are read.
 public enum Resampler {
-  /// Resamples `region` of `source` (in that plane's pixel coordinates) to exactly `output`, into a
-  /// plane of the given stride and row count (for an encoder that wants MCU padding).
-  static func resample(
-    _ source: Plane, region: Region, to output: PixelSize, stride: Int? = nil, rows: Int? = nil
-  ) -> Plane {
-    let horizontal = FilterWeights(
-      sourceLength: source.width, start: region.x, length: region.width, outputLength: output.width)
-    let vertical = FilterWeights(
-      sourceLength: source.height, start: region.y, length: region.height, outputLength: output.height)
+  /// Resamples `region` of `source` (in that plane's pixel coordinates) to exactly `output`.
+  static func resample(_ source: Plane, region: Region, to output: PixelSize) -> Plane {
+    resample(source, with: Weights(source.size, region: region, output: output))
+  }
+
+  /// The filter taps of both axes for one geometry. Cb and Cr of an image share theirs.
+  struct Weights {
+    let key: Key
+    let horizontal: FilterWeights
+    let vertical: FilterWeights
+
+    struct Key: Equatable {
+      var source: PixelSize
+      var region: Region
+      var output: PixelSize
+    }
+
+    init(_ source: PixelSize, region: Region, output: PixelSize) {
+      key = Key(source: source, region: region, output: output)
+      horizontal = FilterWeights(
+        sourceLength: source.width, start: region.x, length: region.width, outputLength: output.width)
+      vertical = FilterWeights(
+        sourceLength: source.height, start: region.y, length: region.height, outputLength: output.height)
+    }
+  }
+
+  static func resample(_ source: Plane, with weights: Weights) -> Plane {
+    let (horizontal, vertical, output) = (weights.horizontal, weights.vertical, weights.key.output)
     let firstColumn = horizontal.firstSource
     let columns = horizontal.lastSourceEnd - firstColumn
-    // Every byte is written: the picture here, the padding by the caller (replicateEdgesIntoPadding).
-    var result = Plane(width: output.width, height: output.height, stride: stride, rows: rows, zeroed: false)
+    // Every byte is written (no padding).
+    var result = Plane(width: output.width, height: output.height, zeroed: false)
     let outStride = result.stride
     // Zero padding past the last column: the horizontal pass reads whole vectors of taps.
     var row = [Float](repeating: 0, count: columns + horizontal.taps + FilterWeights.lanes)
@@ -120,16 +139,14 @@ public enum Resampler {
   }
 
   /// Resamples every plane of `image`. `region` and `output` are in full-size pixels; each plane takes
-  /// its share by its subsampling, and comes out with `outputSubsampling` (default: the input's).
-  /// `padded` rounds each output plane up to whole JPEG MCUs (see Plane), edges replicated.
+  /// its share by its subsampling, and comes out with `outputSubsampling` (default: the input's) and
+  /// its grid shifted by `chromaShift` (PlanarImage.chromaShift).
   public static func resample(
     _ image: PlanarImage, region: Region, to output: PixelSize,
-    outputSubsampling: [PlanarImage.Subsampling]? = nil, padded: Bool = false,
-    chromaShift: (x: Double, y: Double) = (0, 0)
+    outputSubsampling: [PlanarImage.Subsampling]? = nil, chromaShift: (x: Double, y: Double) = (0, 0)
   ) -> PlanarImage {
     let outSub = outputSubsampling ?? image.subsampling
-    let maxH = outSub.map(\.horizontal).max() ?? 1
-    let maxV = outSub.map(\.vertical).max() ?? 1
+    var weights: Weights? = nil
     // Source pixels per output pixel: the same for every plane in full-size units.
     let sx = region.width / Double(output.width)
     let sy = region.height / Double(output.height)
@@ -150,16 +167,9 @@ public enum Resampler {
         y: (region.y + outShift.y * sy - inShift.y) / Double(inSub.vertical),
         width: Double(size.width * sub.horizontal) * sx / Double(inSub.horizontal),
         height: Double(size.height * sub.vertical) * sy / Double(inSub.vertical))
-      var stride: Int? = nil
-      var rows: Int? = nil
-      if padded {
-        // TurboJPEG's plane sizes: the image padded to a whole MCU, divided by the subsampling.
-        stride = (output.width + maxH - 1) / maxH * maxH / sub.horizontal
-        rows = (output.height + maxV - 1) / maxV * maxV / sub.vertical
-      }
-      var out = resample(plane, region: planeRegion, to: size, stride: stride, rows: rows)
-      if padded { out.replicateEdgesIntoPadding() }
-      planes.append(out)
+      let key = Weights.Key(source: plane.size, region: planeRegion, output: size)
+      if weights?.key != key { weights = Weights(plane.size, region: planeRegion, output: size) }
+      planes.append(resample(plane, with: weights!))
     }
     var result = PlanarImage(model: image.model, planes: planes, subsampling: outSub)
     result.chromaShift = chromaShift
