@@ -29,8 +29,11 @@ final class TransferState: @unchecked Sendable {
   let addressGuard: AddressGuard
   let host: String?
   let cancellation: TransferCancellation
+  /// What the body is counted against (nil: no memory budget).
+  let reservation: BodyReservation?
   var body: [UInt8] = []
-  var reserved = false
+  /// Times the transfer paused because the memory budget had no room for its next bytes.
+  var memoryPauses = 0
   var overLimit = false
   var blockedAddress: String?
   // Headers of the last response (a redirect's headers are forgotten when the next response starts).
@@ -40,13 +43,24 @@ final class TransferState: @unchecked Sendable {
 
   init(
     handle: UnsafeMutableRawPointer, maxBytes: Int, addressGuard: AddressGuard, host: String?,
-    cancellation: TransferCancellation
+    cancellation: TransferCancellation, memory: (any DownloadMemory)?
   ) {
+    self.reservation = memory.map(BodyReservation.init)
     self.handle = handle
     self.maxBytes = maxBytes
     self.addressGuard = addressGuard
     self.host = host
     self.cancellation = cancellation
+  }
+
+  /// The body's next capacity once it must hold `needed` bytes: the announced length when there is one
+  /// (one allocation instead of doubling through it, which would briefly hold one and a half times the
+  /// body), otherwise twice the current capacity; never over the cap.
+  func nextCapacity(holding needed: Int) -> Int {
+    var announced: curl_off_t = -1
+    _ = thumbd_curl_getinfo_off_t(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced)
+    let wanted = announced >= needed ? Int(announced) : max(needed, 2 * body.capacity, 256 * 1024)
+    return min(wanted, maxBytes)
   }
 }
 
@@ -105,18 +119,24 @@ let writeBody: thumbd_curl_data_callback = { data, size, count, userdata in
   let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
   let length = size * count
   if state.cancellation.isCancelled { return 0 }  // curl aborts with CURLE_WRITE_ERROR
+  let needed = state.body.count + length
   // The cap is enforced while receiving, so a lying or missing Content-Length cannot blow memory.
-  if state.body.count + length > state.maxBytes {
+  if needed > state.maxBytes {
     state.overLimit = true
     return 0  // curl aborts the transfer with CURLE_WRITE_ERROR
   }
-  if !state.reserved {
-    // One allocation of the announced size (within the cap) instead of doubling through it, which would
-    // briefly hold one and a half times the body.
-    state.reserved = true
-    var announced: curl_off_t = -1
-    _ = thumbd_curl_getinfo_off_t(state.handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced)
-    if announced > 0 { state.body.reserveCapacity(min(Int(announced), state.maxBytes)) }
+  if needed > state.body.capacity {
+    let target = state.nextCapacity(holding: needed)
+    if let reservation = state.reservation, target > reservation.bytes {
+      // Counted before it is allocated. Refused: curl keeps this chunk, stops reading the socket, and
+      // delivers the chunk again once CurlMulti is asked to resume the transfer.
+      let transfer = UInt(bitPattern: state.handle)
+      guard reservation.take(target - reservation.bytes, orWake: { CurlMulti.shared.resume(transfer) }) else {
+        state.memoryPauses += 1
+        return thumbd_curl_writefunc_pause()
+      }
+    }
+    state.body.reserveCapacity(target)
   }
   if let data {
     data.withMemoryRebound(to: UInt8.self, capacity: length) {

@@ -19,6 +19,8 @@ final class CurlMulti: Sendable {
   /// documents as safe from any thread.
   private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
   private let inbox = Mutex<[Transfer]>([])
+  /// Transfers paused for memory to resume, by handle address.
+  private let resumptions = Mutex<[UInt]>([])
 
   private init(maxConnections: Int) {
     precondition(CurlGlobal.initialised, "curl_global_init failed")
@@ -46,6 +48,13 @@ final class CurlMulti: Sendable {
     }
   }
 
+  /// Resumes a transfer paused by its write callback (the memory budget had no room). Callable from any
+  /// thread; a transfer that ended meanwhile is ignored.
+  func resume(_ handle: UInt) {
+    resumptions.withLock { $0.append(handle) }
+    curl_multi_wakeup(multi)
+  }
+
   private func loop() {
     var active: [UnsafeMutableRawPointer: Transfer] = [:]
     while true {
@@ -58,6 +67,15 @@ final class CurlMulti: Sendable {
           active[transfer.easy.handle] = transfer
         } else {
           transfer.finish(CURLE_FAILED_INIT)
+        }
+      }
+      for address in resumptions.withLock({ pending in
+        defer { pending.removeAll() }; return pending
+      }) {
+        // Only a transfer still running here: another handle may since have been given the same address,
+        // and resuming a transfer that is not paused does nothing.
+        if let handle = UnsafeMutableRawPointer(bitPattern: address), active[handle] != nil {
+          _ = thumbd_curl_resume(handle)
         }
       }
       // A cancelled transfer leaves now, not at its next callback (which a stalled origin may delay).

@@ -39,6 +39,23 @@ public struct FetchedOriginal: Sendable {
   public var contentType: String?
   public var effectiveURL: String
   public var validators: Validators
+  /// The bytes taken from the memory budget for `bytes`, given back when the last copy of this value is
+  /// gone (nil: no budget). Keep the value, not just `bytes`, for as long as the bytes are used.
+  public var hold: MemoryHold?
+  /// Times the download paused because the memory budget had no room for its next bytes.
+  public var memoryPauses = 0
+
+  public init(
+    bytes: [UInt8], contentType: String?, effectiveURL: String, validators: Validators,
+    hold: MemoryHold? = nil, memoryPauses: Int = 0
+  ) {
+    self.bytes = bytes
+    self.contentType = contentType
+    self.effectiveURL = effectiveURL
+    self.validators = validators
+    self.hold = hold
+    self.memoryPauses = memoryPauses
+  }
 }
 
 /// What a (possibly conditional) GET came to.
@@ -53,10 +70,13 @@ public enum FetchResult: Sendable {
 public struct Fetcher: Sendable {
   public var limits: FetchLimits
   public var addressGuard: AddressGuard
+  /// What bodies are counted against as they arrive (nil: nothing; only `limits.maxBytes` bounds them).
+  public var memory: (any DownloadMemory)?
 
-  public init(limits: FetchLimits, addressGuard: AddressGuard) {
+  public init(limits: FetchLimits, addressGuard: AddressGuard, memory: (any DownloadMemory)? = nil) {
     self.limits = limits
     self.addressGuard = addressGuard
+    self.memory = memory
   }
 
   /// Fetches `url`, retrying transient failures (connection errors, timeouts, 5xx, 408, 429) with backoff
@@ -81,7 +101,7 @@ public struct Fetcher: Sendable {
       }
       let transfer = try Transfer(
         url: url, validators: validators, limits: limits, addressGuard: addressGuard, timeout: secondsLeft,
-        cancellation: cancellation)
+        cancellation: cancellation, memory: memory)
       let code = await CurlMulti.shared.perform(transfer)
       if Task.isCancelled { cancellation.cancel() }
       let failure: TransferFailure

@@ -119,6 +119,14 @@ public final class OriginalSource: Sendable {
     }
   }
 
+  /// Drops least recently used originals from the cache until at least `bytes` of them are gone (the
+  /// memory gate asks, when a decode lacks memory and nothing else would give any back). An original a
+  /// job still holds keeps its memory until the job lets it go.
+  public func evict(atLeast bytes: Int) {
+    let evicted = state.withLock { $0.cache.evict(atLeast: bytes) }
+    withExtendedLifetime(evicted) {}
+  }
+
   /// A waiter gave up. The last one to leave cancels the download.
   private func leave(_ url: String, _ download: Download) {
     let abandon = state.withLock { state -> Bool in
@@ -153,18 +161,24 @@ public final class OriginalSource: Sendable {
     } catch {
       result = .failure(error)
     }
-    state.withLock { state in
+    // Dropped after the lock is released: an original's memory hold gives memory back as it goes, which
+    // can wake the memory gate, which can ask this cache to evict (and take this lock).
+    let evicted = state.withLock { state -> [Cached] in
+      var evicted: [Cached] = []
       // Only our own flight: an abandoned one may have been replaced by a newer download of the URL.
       if state.flights[url]?.id == flight { state.flights[url] = nil }
       if case .success(let (original, delivery)) = result {
-        state.cache.insert(Cached(original: original, storedAt: .now), for: url, cost: original.bytes.count)
+        state.cache.insert(
+          Cached(original: original, storedAt: .now), for: url, cost: original.bytes.count, evicted: &evicted)
         if delivery == .revalidated {
           state.counters.revalidations += 1
         } else {
           state.counters.downloads += 1
         }
       }
+      return evicted
     }
+    withExtendedLifetime(evicted) {}
     if case .success(let (original, delivery)) = result { await downloaded(url, original, delivery) }
     return result
   }

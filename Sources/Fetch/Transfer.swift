@@ -15,12 +15,12 @@ final class Transfer: @unchecked Sendable {
 
   init(
     url: String, validators: Validators?, limits: FetchLimits, addressGuard: AddressGuard,
-    timeout: Double, cancellation: TransferCancellation
+    timeout: Double, cancellation: TransferCancellation, memory: (any DownloadMemory)?
   ) throws(JobError) {
     easy = try CurlEasy()
     state = TransferState(
       handle: easy.handle, maxBytes: limits.maxBytes, addressGuard: addressGuard,
-      host: URLComponents(string: url)?.host, cancellation: cancellation)
+      host: URLComponents(string: url)?.host, cancellation: cancellation, memory: memory)
     let userdata = Unmanaged.passUnretained(state).toOpaque()
     easy.set(CURLOPT_URL, url)
     // Only http and https, for the first request and for every redirect: file://, gopher:// and the
@@ -115,7 +115,8 @@ final class Transfer: @unchecked Sendable {
     case 200..<300:
       let original = FetchedOriginal(
         bytes: state.body, contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
-        effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? url, validators: validators)
+        effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? url, validators: validators,
+        hold: state.reservation?.seal(), memoryPauses: state.memoryPauses)
       return .success(.downloaded(original))
     case 304:
       return .success(.notModified(validators))

@@ -36,11 +36,18 @@ public struct ByteBoundedCache<Key: Hashable, Value> {
   /// older value for the key) when it costs more than `maxEntryCost`.
   @discardableResult
   public mutating func insert(_ value: Value, for key: Key, cost: Int) -> Bool {
-    remove(key)
+    var evicted: [Value] = []
+    return insert(value, for: key, cost: cost, evicted: &evicted)
+  }
+
+  /// `insert`, handing the values it drops to the caller (to be released where the caller chooses: an
+  /// original's memory is given back when its value goes, which must not happen under the caller's lock).
+  @discardableResult
+  public mutating func insert(_ value: Value, for key: Key, cost: Int, evicted: inout [Value]) -> Bool {
+    if let old = remove(key) { evicted.append(old) }
     guard cost <= maxEntryCost, cost >= 0 else { return false }
-    // A linear scan per eviction: caches of originals hold tens to a few thousand entries.
-    while totalCost + cost > capacity, let oldest = entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
-      remove(oldest.key)
+    while totalCost + cost > capacity, let oldest = leastRecentlyUsedKey, let old = remove(oldest) {
+      evicted.append(old)
     }
     clock += 1
     entries[key] = Entry(value: value, cost: cost, lastUse: clock)
@@ -48,7 +55,26 @@ public struct ByteBoundedCache<Key: Hashable, Value> {
     return true
   }
 
-  public mutating func remove(_ key: Key) {
-    if let old = entries.removeValue(forKey: key) { totalCost -= old.cost }
+  /// Removes least recently used entries until their costs add up to `cost` or the cache is empty.
+  public mutating func evict(atLeast cost: Int) -> [Value] {
+    var evicted: [Value] = []
+    var freed = 0
+    while freed < cost, let oldest = leastRecentlyUsedKey, let entry = entries[oldest] {
+      freed += entry.cost
+      if let old = remove(oldest) { evicted.append(old) }
+    }
+    return evicted
+  }
+
+  @discardableResult
+  public mutating func remove(_ key: Key) -> Value? {
+    guard let old = entries.removeValue(forKey: key) else { return nil }
+    totalCost -= old.cost
+    return old.value
+  }
+
+  // A linear scan per eviction: caches of originals hold tens to a few thousand entries.
+  private var leastRecentlyUsedKey: Key? {
+    entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key
   }
 }

@@ -1,26 +1,44 @@
+import Fetch
 import Synchronization
 import ThumbCore
 
 /// Waits until a weighted share of a capacity is free, first come first served (ByteAdmission's rules).
 /// The worker has two: job slots (capacity `--concurrency`, weight 1 per job; a worker can hold more
-/// jobs than that, since a lease takes a URL's other jobs along) and memory (capacity `--memory-budget`
-/// less the original cache, weight a job's predicted peak bytes).
+/// jobs than that, since a lease takes a URL's other jobs along) and memory (capacity `--memory-budget`,
+/// weight a job's predicted peak bytes).
+///
+/// The memory gate also counts originals: downloads take bytes as their bodies grow (`take`, never
+/// waiting: a download that is refused pauses until `wake` is called) and the original they become
+/// keeps them until its last holder (a job, the original cache) lets it go.
 final class AdmissionGate: Sendable {
   private struct State {
     var admission: ByteAdmission
     var waiters: [UInt64: CheckedContinuation<Outcome, Never>] = [:]
+    /// Bytes of original each queued request holds while it waits (only those above zero).
+    var holding: [UInt64: Int] = [:]
+    /// Paused downloads, to wake when memory may have been given back.
+    var wakes: [@Sendable () -> Void] = []
     var nextID: UInt64 = 0
+    /// A relief (cache eviction, then yields) is under way: do not start another from inside it.
+    var relieving = false
   }
 
   enum Outcome: Equatable {
     case granted
     /// The task was cancelled while waiting: nothing is held.
     case cancelled
-    /// The weight is more than the whole capacity.
+    /// The weight (with what the requester holds) is more than the whole capacity.
     case neverFits
+    /// Nothing held by granted requests was left to free the memory the first request in line needs,
+    /// and this request's original was in the way: the requester should let its original go, wait its
+    /// turn holding nothing, and fetch it again.
+    case yield
   }
 
   private let state: Mutex<State>
+  /// Frees at least the given number of bytes if it can (the original cache drops its least recently used
+  /// entries). Called without the gate's lock held.
+  private let relief = Mutex<(@Sendable (Int) -> Void)?>(nil)
   let capacity: Int
 
   init(capacity: Int) {
@@ -28,48 +46,136 @@ final class AdmissionGate: Sendable {
     state = Mutex(State(admission: ByteAdmission(capacity: capacity)))
   }
 
-  func acquire(_ weight: Int) async -> Outcome {
+  /// What to call when the first request in line lacks memory and no granted request will give any back.
+  func onShortfall(_ relieve: @escaping @Sendable (Int) -> Void) {
+    relief.withLock { $0 = relieve }
+  }
+
+  /// Waits until `weight` fits. `held`: bytes of original the caller already holds (counted by `take`)
+  /// and keeps while its request runs.
+  func acquire(_ weight: Int, held: Int = 0) async -> Outcome {
     // The common case, room now and nobody waiting, takes no continuation: no suspension per job.
     let id = state.withLock { state -> UInt64? in
       state.nextID += 1
-      if state.admission.fitsNow(weight) {
-        _ = state.admission.request(id: state.nextID, bytes: weight)
+      if state.admission.fitsNow(weight) || weight + held > capacity {
+        _ = state.admission.request(id: state.nextID, bytes: weight, held: held)
         return nil
       }
       return state.nextID
     }
-    guard let id else { return .granted }
+    guard let id else { return weight + held > capacity ? .neverFits : .granted }
     return await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
-        let answer = state.withLock { state -> Outcome? in
+        let (answer, effects) = state.withLock { state -> (Outcome?, Effects) in
           // Checked under the lock: a cancellation that came before this line finds no waiter to resume.
-          if Task.isCancelled { return .cancelled }
-          switch state.admission.request(id: id, bytes: weight) {
-          case .granted: return .granted
-          case .neverFits: return .neverFits
+          if Task.isCancelled { return (.cancelled, Effects()) }
+          switch state.admission.request(id: id, bytes: weight, held: held) {
+          case .granted: return (.granted, Effects())
+          case .neverFits: return (.neverFits, Effects())
           case .queued:
             state.waiters[id] = continuation
-            return nil
+            if held > 0 { state.holding[id] = held }
+            return (nil, Self.effects(of: [], &state))
           }
         }
         if let answer { continuation.resume(returning: answer) }
+        perform(effects)
       }
     } onCancel: {
-      let (cancelled, granted) = state.withLock { state in
-        let granted = state.admission.cancel(id: id).granted.compactMap {
-          state.waiters.removeValue(forKey: $0)
-        }
-        return (state.waiters.removeValue(forKey: id), granted)
+      let (cancelled, effects) = state.withLock { state in
+        let granted = state.admission.cancel(id: id).granted
+        state.holding[id] = nil
+        return (state.waiters.removeValue(forKey: id), Self.effects(of: granted, &state))
       }
       cancelled?.resume(returning: .cancelled)
-      granted.forEach { $0.resume(returning: .granted) }
+      perform(effects)
     }
   }
 
   func release(_ weight: Int) {
-    let granted = state.withLock { state in
-      state.admission.release(bytes: weight).compactMap { state.waiters.removeValue(forKey: $0) }
+    perform(state.withLock { state in Self.effects(of: state.admission.release(bytes: weight), &state) })
+  }
+
+  /// Takes `bytes` now if they fit; otherwise calls `wake` once, later, when memory may have been given
+  /// back (the caller then tries again).
+  func take(_ bytes: Int, orWake wake: @escaping @Sendable () -> Void) -> Bool {
+    let (taken, effects) = state.withLock { state -> (Bool, Effects) in
+      if state.admission.take(bytes) { return (true, Effects()) }
+      state.wakes.append(wake)
+      // Not woken here (it would be refused again at once), but the cache may make room: nothing else
+      // may be left to give memory back.
+      var effects = Effects()
+      if !state.relieving {
+        state.relieving = true
+        effects.shortfall = max(1, state.admission.inUse + bytes - state.admission.capacity)
+      }
+      return (false, effects)
     }
-    granted.forEach { $0.resume(returning: .granted) }
+    perform(effects)
+    return taken
+  }
+
+  func give(_ bytes: Int) {
+    perform(state.withLock { state in Self.effects(of: state.admission.give(bytes), &state) })
+  }
+
+  /// Bytes held now (requests and takes): for tests and logs.
+  var inUse: Int { state.withLock { $0.admission.inUse } }
+  /// Requests waiting: for tests and logs.
+  var queuedCount: Int { state.withLock { $0.admission.queuedCount } }
+
+  /// What a change of the books sets in motion, done after the lock is released: requests to resume,
+  /// paused downloads to wake, and whether the shortfall needs relief.
+  private struct Effects {
+    var granted: [CheckedContinuation<Outcome, Never>] = []
+    var wakes: [@Sendable () -> Void] = []
+    var shortfall = 0
+  }
+
+  /// `relieving`: false when the change comes from a relief itself (one relief per event, no loop).
+  private static func effects(
+    of grantedIDs: [UInt64], _ state: inout State, relieving: Bool = true
+  ) -> Effects {
+    var effects = Effects()
+    for id in grantedIDs {
+      state.holding[id] = nil
+      if let waiter = state.waiters.removeValue(forKey: id) { effects.granted.append(waiter) }
+    }
+    effects.wakes = state.wakes
+    state.wakes.removeAll()
+    // Relief as soon as the first request in line lacks memory: a cached original nobody uses is worth
+    // less than a decode started now.
+    if relieving, state.admission.shortfall > 0, !state.relieving {
+      state.relieving = true
+      effects.shortfall = state.admission.shortfall
+    }
+    return effects
+  }
+
+  private func perform(_ effects: Effects) {
+    effects.granted.forEach { $0.resume(returning: .granted) }
+    effects.wakes.forEach { $0() }
+    guard effects.shortfall > 0 else { return }
+    // First what costs nothing but a cache miss later: cached originals nobody is using.
+    relief.withLock { $0 }?(effects.shortfall)
+    // Then, if no granted request will give memory back, the originals of requests queued behind the
+    // first: they cannot run before it anyway.
+    let (yielded, more) = state.withLock { state -> ([CheckedContinuation<Outcome, Never>], Effects) in
+      state.relieving = false
+      guard state.admission.isStalled, state.admission.shortfall > 0 else { return ([], Effects()) }
+      // Their memory comes back when they let their originals go, which wakes the gate again.
+      var yielded: [CheckedContinuation<Outcome, Never>] = []
+      var granted: [UInt64] = []
+      for (id, _) in state.holding where !state.admission.isHead(id) {
+        granted += state.admission.cancel(id: id).granted
+        state.holding[id] = nil
+        if let waiter = state.waiters.removeValue(forKey: id) { yielded.append(waiter) }
+      }
+      return (yielded, Self.effects(of: granted, &state, relieving: false))
+    }
+    yielded.forEach { $0.resume(returning: .yield) }
+    perform(more)
   }
 }
+
+extension AdmissionGate: DownloadMemory {}

@@ -61,8 +61,20 @@ public struct JobProcessor: Sendable {
     // Only the member that renders downloads: the others wait for its variants, not for the bytes.
     let (info, rendered) = try await renders.variants(for: membership) {
       (specs) throws(JobError) -> SharedRenders.Rendered? in
-      let (original, _) = try await originals.original(for: job.sourceURL)
-      return try await render(original.bytes, specs)
+      while true {
+        switch try await render(job.sourceURL, specs) {
+        case .rendered(let rendered): return rendered
+        case .abandoned: return nil
+        case .yielded(let weight):
+          // Our original was in the way of the decode first in line: it is gone now. Wait our turn
+          // holding nothing (the whole cost, original included), then fetch it again.
+          switch await memory?.acquire(weight) ?? .granted {
+          case .granted: memory?.release(weight)
+          case .cancelled: return nil
+          case .neverFits, .yield: break  // render() says so, next time round
+          }
+        }
+      }
     }
     let store = self.store
     return try await pool.run { () throws(JobError) -> JobResult in
@@ -77,11 +89,22 @@ public struct JobProcessor: Sendable {
     }
   }
 
-  /// Decodes `bytes` once and renders `variants`, under the memory budget. Nil when abandoned while
-  /// waiting for memory.
-  private func render(
-    _ bytes: [UInt8], _ variants: [VariantSpec]
-  ) async throws(JobError) -> SharedRenders.Rendered? {
+  enum RenderOutcome {
+    case rendered(SharedRenders.Rendered)
+    /// The job was abandoned while it waited for memory.
+    case abandoned
+    /// The job let its original go for the decode first in line (AdmissionGate.Outcome.yield); the
+    /// weight is its whole cost.
+    case yielded(Int)
+  }
+
+  /// Fetches the original at `url`, decodes it once and renders `variants`, under the memory budget.
+  private func render(_ url: String, _ variants: [VariantSpec]) async throws(JobError) -> RenderOutcome {
+    let (original, _) = try await originals.original(for: url)
+    // The original's bytes are already counted (its MemoryHold), for as long as `original` lives: keep
+    // it alive until the render is done, and reserve only the rest of the cost.
+    defer { withExtendedLifetime(original) {} }
+    let bytes = original.bytes
     // Reading a header can take libheif or libspng and a copy of the file: on the pool.
     let (thumbnailer, capacity) = (self.thumbnailer, memory?.capacity)
     let (cost, economical) = await pool.run { () -> (Int, Bool) in
@@ -95,23 +118,27 @@ public struct JobProcessor: Sendable {
       }
       return (usual, false)
     }
+    let held = min(cost, original.hold?.bytes ?? 0)
+    let weight = cost - held
     if let memory, cost > 0 {
-      switch await memory.acquire(cost) {
+      switch await memory.acquire(weight, held: held) {
       case .granted: break
-      case .cancelled: return nil
+      case .cancelled: return .abandoned
+      case .yield: return .yielded(cost)
       case .neverFits:
         throw JobError(
           .overMemoryBudget,
-          "decoding needs about \(ByteSize.format(cost))\(economical ? " even at the smallest scale that serves" : ""), "
-            + "more than the \(ByteSize.format(memory.capacity)) --memory-budget leaves for decoding "
-            + "(the original cache takes the rest)")
+          "decoding needs about \(ByteSize.format(cost))"
+            + "\(economical ? " even at the smallest scale that serves" : ""), "
+            + "more than the \(ByteSize.format(memory.capacity)) --memory-budget")
       }
     }
-    defer { if let memory, cost > 0 { memory.release(cost) } }
+    defer { if let memory, cost > 0 { memory.release(weight) } }
     let route = economical
-    return try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
-      try thumbnailer.render(bytes, variants: variants, economical: route)
-    }
+    return .rendered(
+      try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
+        try thumbnailer.render(bytes, variants: variants, economical: route)
+      })
   }
 }
 

@@ -73,7 +73,7 @@ public final class Worker: Sendable {
     self.logger = logger
     self.handler = handler
     self.slots = AdmissionGate(capacity: config.concurrency)
-    self.memory = AdmissionGate(capacity: config.decodeBudget)
+    self.memory = AdmissionGate(capacity: config.memoryBudget)
   }
 
   /// Runs until a stop is requested (then finishes or hands back its jobs), or in drain mode until no job
@@ -84,6 +84,7 @@ public final class Worker: Sendable {
     let leaser = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
     let writer = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
     let originals = makeOriginalSource(recordingWith: writer, pool: pool)
+    memory.onShortfall { originals.evict(atLeast: $0) }
     let handler = try self.handler ?? makeProcessor(originals: originals, pool: pool)
     let keeper = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
     defer { [leaser, writer, keeper].forEach { $0.client.close() } }
@@ -147,7 +148,8 @@ public final class Worker: Sendable {
   /// Downloads each URL once for all the jobs here that name it, and writes its `thumbs.originals` row
   /// after every download or revalidation (hashing on the pool; a failed write is logged, not fatal).
   private func makeOriginalSource(recordingWith writer: JobQueue, pool: BlockingPool) -> OriginalSource {
-    let fetcher = Fetcher(limits: config.fetch, addressGuard: config.addressGuard)
+    // Downloads are counted against the memory budget as their bodies arrive.
+    let fetcher = Fetcher(limits: config.fetch, addressGuard: config.addressGuard, memory: memory)
     var settings = config.originals
     settings.cacheBytes = config.effectiveOriginalCacheBytes
     return OriginalSource(fetcher: fetcher, settings: settings) {

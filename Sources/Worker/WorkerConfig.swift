@@ -14,13 +14,11 @@ public struct WorkerConfig: Sendable {
   /// How long a cached original is used without revalidating. Its size is `originalCacheBytes`.
   public var originals = OriginalSource.Settings()
   /// Bytes of recent originals kept for other jobs of the same URL (`--original-cache`); nil: an eighth
-  /// of `memoryBudget`. The cache is part of the budget: decoding gets what it leaves. (A quarter left
-  /// a 192 MiB budget too little for a 15 MP progressive JPEG, predicted at 143 MiB.)
+  /// of `memoryBudget`. Cached originals count against the budget like every other original, and are
+  /// evicted when a decode first in line lacks the room.
   public var originalCacheBytes: Int?
 
   public var effectiveOriginalCacheBytes: Int { originalCacheBytes ?? memoryBudget / 8 }
-  /// What the memory gate admits decodes against: the budget less the cache.
-  public var decodeBudget: Int { max(0, memoryBudget - effectiveOriginalCacheBytes) }
   /// Ready jobs for URLs a lease already names that come along with it (docs/fetching.md).
   public var leaseSiblings = 32
   public var maxPixels = 100_000_000

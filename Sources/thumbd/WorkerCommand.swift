@@ -116,7 +116,7 @@ struct WorkerCommand: AsyncParsableCommand {
       config.originalCacheBytes = bytes
     }
     guard config.effectiveOriginalCacheBytes < config.memoryBudget else {
-      throw ValidationError("--original-cache must be smaller than --memory-budget, which it is part of")
+      throw ValidationError("--original-cache must be smaller than --memory-budget, which counts it")
     }
     if let value = setting(leaseSiblings.map(String.init), "LEASE_SIBLINGS") {
       guard let n = Int(value), (0...1000).contains(n) else {

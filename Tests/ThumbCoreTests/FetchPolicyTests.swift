@@ -78,6 +78,20 @@ struct ByteBoundedCacheTests {
     let keptWhenOff = off.insert(1, for: "a", cost: 1)
     #expect(!keptWhenOff)
   }
+
+  @Test func evictedValuesAreHandedToTheCaller() {
+    var cache = ByteBoundedCache<String, Int>(capacity: 100, maxEntryCost: 60)
+    var evicted: [Int] = []
+    cache.insert(1, for: "a", cost: 40, evicted: &evicted)
+    cache.insert(2, for: "b", cost: 40, evicted: &evicted)
+    cache.insert(3, for: "b", cost: 30, evicted: &evicted)
+    #expect(evicted == [2], "the replaced value")
+    cache.insert(4, for: "c", cost: 50, evicted: &evicted)
+    #expect(evicted == [2, 1], "the least recently used, to make room")
+    #expect(cache.evict(atLeast: 31) == [3, 4], "b (30) alone is not enough")
+    #expect(cache.count == 0 && cache.totalCost == 0)
+    #expect(cache.evict(atLeast: 1) == [])
+  }
 }
 
 struct ImageProbeTests {

@@ -25,6 +25,43 @@ struct ByteAdmissionTests {
     #expect(gate.cancel(id: 2).wasQueued == false)
     #expect(gate.inUse == 70 && gate.queuedCount == 0)
   }
+
+  @Test func downloadsTakeWhatFitsButLeaveTheFirstRequestItsRoom() {
+    var gate = ByteAdmission(capacity: 100)
+    let first = gate.take(10)
+    #expect(first)
+    #expect(gate.request(id: 1, bytes: 50) == .granted)
+    let tooMuch = gate.take(41)
+    #expect(!tooMuch, "only 40 left")
+    #expect(gate.request(id: 2, bytes: 45) == .queued)
+    #expect(!gate.isStalled && gate.shortfall == 5, "request 1 will give its 50 back")
+    let intoTheHeadsRoom = gate.take(1)
+    #expect(!intoTheHeadsRoom, "39 are free, but a download must not widen the head's shortfall")
+    #expect(gate.release(bytes: 50) == [2])
+    #expect(gate.inUse == 55 && gate.requested == 45)
+    let rest = gate.take(45)
+    #expect(rest, "nothing waits: all that is free may be taken")
+    #expect(gate.give(55) == [] && gate.inUse == 45)
+  }
+
+  @Test func inAStallDownloadsMayTakeTheHeadsRoomSoThatTheyCanEnd() {
+    var gate = ByteAdmission(capacity: 100)
+    let original = gate.take(50)  // a download, or an original a waiting job holds
+    #expect(original)
+    #expect(gate.request(id: 1, bytes: 60, held: 10) == .queued)
+    #expect(gate.isStalled && gate.shortfall == 10, "no granted request is left to give memory back")
+    let more = gate.take(20)
+    #expect(more, "without this the download could never end, nor free its memory")
+    #expect(gate.shortfall == 30)
+    #expect(gate.give(70) == [1])
+    #expect(!gate.isStalled && gate.requested == 60)
+  }
+
+  @Test func aRequestMustFitBesideTheOriginalItHolds() {
+    var gate = ByteAdmission(capacity: 100)
+    #expect(gate.request(id: 1, bytes: 80, held: 21) == .neverFits)
+    #expect(gate.request(id: 2, bytes: 80, held: 20) == .granted)
+  }
 }
 
 struct MemoryCostModelTests {

@@ -34,5 +34,9 @@ int thumbd_curl_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result);
 /// The values Swift needs from curl's macros, which the importer does not see.
 static inline int thumbd_curl_prereq_ok(void) { return CURL_PREREQFUNC_OK; }
 static inline int thumbd_curl_prereq_abort(void) { return CURL_PREREQFUNC_ABORT; }
+/// A write callback's answer that pauses the transfer: curl keeps the chunk and delivers it again after
+/// thumbd_curl_resume.
+static inline size_t thumbd_curl_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
+static inline CURLcode thumbd_curl_resume(CURL *handle) { return curl_easy_pause(handle, CURLPAUSE_CONT); }
 
 #endif

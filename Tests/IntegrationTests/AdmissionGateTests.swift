@@ -1,0 +1,63 @@
+import Synchronization
+import Testing
+
+@testable import Worker
+
+/// The memory gate's waiting, relief and yielding, driven directly (ByteAdmissionTests covers its
+/// bookkeeping).
+struct AdmissionGateTests {
+  /// Two jobs hold their downloaded originals and both wait to decode; nothing is decoding, so nothing
+  /// will give memory back. The cache is asked first, then the job second in line lets its original go,
+  /// and the first one starts.
+  @Test func aStallIsBrokenByTheCacheThenByTheJobsBehind() async throws {
+    let gate = AdmissionGate(capacity: 100)
+    let reliefAsked = Mutex<[Int]>([])
+    gate.onShortfall { bytes in reliefAsked.withLock { $0.append(bytes) } }
+    let tookFirst = gate.take(30, orWake: {})  // job 1's original
+    let tookSecond = gate.take(30, orWake: {})  // job 2's original
+    #expect(tookFirst && tookSecond)
+    let first = Task { await gate.acquire(60, held: 30) }  // 30 + 30 + 60 > 100
+    while gate.queuedCount == 0 { await Task.yield() }
+    #expect(reliefAsked.withLock { $0 } == [20], "the cache is asked for the head's shortfall")
+    let second = await gate.acquire(10, held: 30)
+    #expect(second == .yield, "second in line, holding an original the head needs")
+    #expect(reliefAsked.withLock { $0 } == [20, 20])
+    gate.give(30)  // job 2 lets its original go
+    #expect(await first.value == .granted)
+    #expect(gate.inUse == 90 && gate.queuedCount == 0)
+    gate.release(60)
+    gate.give(30)
+    #expect(gate.inUse == 0)
+  }
+
+  /// While a decode runs, a job behind the head keeps its original: the running decode will give memory
+  /// back, and fetching the original again would be waste.
+  @Test func noYieldWhileADecodeRuns() async throws {
+    let gate = AdmissionGate(capacity: 100)
+    #expect(await gate.acquire(50) == .granted)
+    let took = gate.take(20, orWake: {})  // the original of the job second in line
+    #expect(took)
+    let head = Task { await gate.acquire(40) }
+    while gate.queuedCount == 0 { await Task.yield() }
+    let second = Task { await gate.acquire(10, held: 20) }
+    while gate.queuedCount == 1 { await Task.yield() }
+    gate.release(50)
+    #expect(await head.value == .granted)
+    #expect(await second.value == .granted, "it kept its original and its place")
+    #expect(gate.inUse == 70)
+  }
+
+  /// A paused download is woken when memory is given back, and refused again while the head request's
+  /// room is not there.
+  @Test func pausedDownloadsAreWokenWhenMemoryComesBack() async throws {
+    let gate = AdmissionGate(capacity: 100)
+    #expect(await gate.acquire(90) == .granted)
+    let woken = Atomic<Int>(0)
+    let took = gate.take(20, orWake: { woken.add(1, ordering: .relaxed) })
+    #expect(!took && woken.load(ordering: .relaxed) == 0)
+    gate.release(90)
+    #expect(woken.load(ordering: .relaxed) == 1)
+    let tookNow = gate.take(20, orWake: {})
+    #expect(tookNow)
+  }
+}
