@@ -2,23 +2,30 @@
 /// waiting (pure, so the fairness and liveness rules are unit-tested).
 ///
 /// Two kinds of holder share the capacity:
-///  * **Requests** (decodes): a job's predicted peak, granted strictly first come, first served. A
-///    request that does not fit blocks every later one, even the small ones that would fit. Letting
-///    small jobs overtake would starve a large one for as long as small ones keep coming.
+///  * **Requests** (decodes): a job's predicted peak, granted first come, first served, with bounded
+///    overtaking: a later request that fits now may start ahead of the first one in line at most
+///    `maxOvertakes` times, after which the line is strict. Unbounded overtaking would starve a large
+///    decode for as long as small ones keep coming; none at all leaves a core idle while the large one
+///    waits for the running decode to end.
 ///  * **Takes** (downloads, and the originals they become): bytes taken as they arrive, never queued.
-///    A download that cannot take its next chunk pauses instead. A take must leave the head request its
-///    room, or a stream of downloads would starve the decode that waits; except in a stall (a request
-///    waits and no granted request is left to give memory back), when only taking lets the downloads
-///    end, and with them the stall (their jobs, queued behind, give their originals up).
+///    A download that cannot take its next chunk pauses instead. Takes must leave the head request room
+///    to start once the granted requests have ended, or a stream of downloads would starve it; except in
+///    a stall (a request waits and no granted request is left to give memory back), when only taking
+///    lets the downloads end, and with them the stall (their jobs, queued behind, give their originals
+///    up).
 public struct ByteAdmission: Sendable {
   public let capacity: Int
   public private(set) var inUse = 0
   /// The part of `inUse` held by granted requests.
   public private(set) var requested = 0
+  public let maxOvertakes: Int
   private var waiting: [(id: UInt64, bytes: Int)] = []
+  /// How many later requests have started ahead of the current head.
+  private var headOvertaken = 0
 
-  public init(capacity: Int) {
+  public init(capacity: Int, maxOvertakes: Int = 0) {
     self.capacity = capacity
+    self.maxOvertakes = maxOvertakes
   }
 
   public enum Answer: Equatable, Sendable {
@@ -40,7 +47,9 @@ public struct ByteAdmission: Sendable {
   }
 
   /// Whether a request for `bytes` would be granted at once.
-  public func fitsNow(_ bytes: Int) -> Bool { waiting.isEmpty && inUse + bytes <= capacity }
+  public func fitsNow(_ bytes: Int) -> Bool {
+    inUse + bytes <= capacity && (waiting.isEmpty || headOvertaken < maxOvertakes)
+  }
 
   /// Whether request `id` is first in the queue.
   public func isHead(_ id: UInt64) -> Bool { waiting.first?.id == id }
@@ -49,7 +58,8 @@ public struct ByteAdmission: Sendable {
   /// while its request runs, so the two together must fit the capacity.
   public mutating func request(id: UInt64, bytes: Int, held: Int = 0) -> Answer {
     if bytes + held > capacity { return .neverFits }
-    if waiting.isEmpty && inUse + bytes <= capacity {
+    if fitsNow(bytes) {
+      if !waiting.isEmpty { headOvertaken += 1 }
       inUse += bytes
       requested += bytes
       return .granted
@@ -68,8 +78,10 @@ public struct ByteAdmission: Sendable {
   /// Takes `bytes` for a download if they fit beside what is held, leaving the head request its room
   /// unless the gate is stalled. Never queues.
   public mutating func take(_ bytes: Int) -> Bool {
-    let spared = isStalled ? 0 : (waiting.first?.bytes ?? 0)
-    guard inUse + bytes + spared <= capacity else { return false }
+    guard inUse + bytes <= capacity else { return false }
+    if let head = waiting.first, !isStalled, inUse - requested + bytes + head.bytes > capacity {
+      return false
+    }
     inUse += bytes
     return true
   }
@@ -84,6 +96,7 @@ public struct ByteAdmission: Sendable {
   public mutating func cancel(id: UInt64) -> (wasQueued: Bool, granted: [UInt64]) {
     guard let index = waiting.firstIndex(where: { $0.id == id }) else { return (false, []) }
     waiting.remove(at: index)
+    if index == 0 { headOvertaken = 0 }
     return (true, admitFromHead())
   }
 
@@ -91,10 +104,25 @@ public struct ByteAdmission: Sendable {
     var granted: [UInt64] = []
     while let head = waiting.first, inUse + head.bytes <= capacity {
       waiting.removeFirst()
-      inUse += head.bytes
-      requested += head.bytes
-      granted.append(head.id)
+      headOvertaken = 0
+      grant(head, to: &granted)
+    }
+    // The head still does not fit: later requests that do may start ahead of it, a bounded number of times.
+    var index = 1
+    while index < waiting.count, headOvertaken < maxOvertakes {
+      if inUse + waiting[index].bytes <= capacity {
+        headOvertaken += 1
+        grant(waiting.remove(at: index), to: &granted)
+      } else {
+        index += 1
+      }
     }
     return granted
+  }
+
+  private mutating func grant(_ request: (id: UInt64, bytes: Int), to granted: inout [UInt64]) {
+    inUse += request.bytes
+    requested += request.bytes
+    granted.append(request.id)
   }
 }

@@ -41,9 +41,10 @@ final class AdmissionGate: Sendable {
   private let relief = Mutex<(@Sendable (Int) -> Void)?>(nil)
   let capacity: Int
 
-  init(capacity: Int) {
+  /// `maxOvertakes`: how many later requests that fit may start ahead of one that does not.
+  init(capacity: Int, maxOvertakes: Int = 0) {
     self.capacity = capacity
-    state = Mutex(State(admission: ByteAdmission(capacity: capacity)))
+    state = Mutex(State(admission: ByteAdmission(capacity: capacity, maxOvertakes: maxOvertakes)))
   }
 
   /// What to call when the first request in line lacks memory and no granted request will give any back.
@@ -52,8 +53,9 @@ final class AdmissionGate: Sendable {
   }
 
   /// Waits until `weight` fits. `held`: bytes of original the caller already holds (counted by `take`)
-  /// and keeps while its request runs.
-  func acquire(_ weight: Int, held: Int = 0) async -> Outcome {
+  /// and keeps while its request runs. `whenQueued` is called, once and before any waiting, if the
+  /// request has to wait.
+  func acquire(_ weight: Int, held: Int = 0, whenQueued: (() -> Void)? = nil) async -> Outcome {
     // The common case, room now and nobody waiting, takes no continuation: no suspension per job.
     let id = state.withLock { state -> UInt64? in
       state.nextID += 1
@@ -64,6 +66,7 @@ final class AdmissionGate: Sendable {
       return state.nextID
     }
     guard let id else { return weight + held > capacity ? .neverFits : .granted }
+    whenQueued?()
     return await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
         let (answer, effects) = state.withLock { state -> (Outcome?, Effects) in

@@ -68,7 +68,8 @@ public struct JobProcessor: Sendable {
         case .yielded(let weight):
           // Our original was in the way of the decode first in line: it is gone now. Wait our turn
           // holding nothing (the whole cost, original included), then fetch it again.
-          switch await memory?.acquire(weight) ?? .granted {
+          let lease = SlotLease.current
+          switch await memory?.acquire(weight, whenQueued: { lease?.stepAside() }) ?? .granted {
           case .granted: memory?.release(weight)
           case .cancelled: return nil
           case .neverFits, .yield: break  // render() says so, next time round
@@ -121,7 +122,9 @@ public struct JobProcessor: Sendable {
     let held = min(cost, original.hold?.bytes ?? 0)
     let weight = cost - held
     if let memory, cost > 0 {
-      switch await memory.acquire(weight, held: held) {
+      // Waiting for memory, the job leaves its core to another job (SlotLease).
+      let lease = SlotLease.current
+      switch await memory.acquire(weight, held: held, whenQueued: { lease?.stepAside() }) {
       case .granted: break
       case .cancelled: return .abandoned
       case .yield: return .yielded(cost)

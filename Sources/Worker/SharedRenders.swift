@@ -125,6 +125,8 @@ final class SharedRenders: Sendable {
     }
     let mine = group.state.withLock { $0.members[membership.id]! }
     guard let lead else {
+      // Waiting for another job's decode uses no core: leave it to a job that can (SlotLease).
+      if !group.result.isResolved { SlotLease.current?.stepAside() }
       switch await group.result.value {
       case .some(let shared): return try Self.own(shared.get(), membership: membership)
       case .none: return try await variants(for: alone(variants: mine), render: render)

@@ -84,6 +84,8 @@ final class OneShot<Value: Sendable>: Sendable {
     return waiters != nil
   }
 
+  var isResolved: Bool { state.withLock { $0.value != nil } }
+
   var value: Value {
     get async {
       await withCheckedContinuation { continuation in

@@ -44,6 +44,8 @@ public final class Worker: Sendable {
   private let counters = Mutex(WorkerCounters())
   private let book = Mutex(LeaseBook<Execution>())
   private let running = Atomic<Int>(0)
+  /// Running jobs that gave their slot up while they wait for memory or a shared decode (SlotLease).
+  private let aside = Atomic<Int>(0)
   private let producerWake = WakeSignal()
   private let keeperWake = WakeSignal()
   private let producerDone = Atomic<Bool>(false)
@@ -73,7 +75,8 @@ public final class Worker: Sendable {
     self.logger = logger
     self.handler = handler
     self.slots = AdmissionGate(capacity: config.concurrency)
-    self.memory = AdmissionGate(capacity: config.memoryBudget)
+    // Up to four smaller decodes may start ahead of one that waits for memory (ByteAdmission).
+    self.memory = AdmissionGate(capacity: config.memoryBudget, maxOvertakes: 4)
   }
 
   /// Runs until a stop is requested (then finishes or hands back its jobs), or in drain mode until no job
@@ -172,7 +175,9 @@ public final class Worker: Sendable {
     var failures = 0
     var freeSince: ContinuousClock.Instant? = nil
     while !shutdown.isRequested {
-      let busy = running.load(ordering: .acquiring)
+      // A job standing aside leaves its core to another; at most one extra job per slot is leased so.
+      let busy =
+        running.load(ordering: .acquiring) - min(aside.load(ordering: .acquiring), config.concurrency)
       let free = config.concurrency - busy
       freeSince = free > 0 ? (freeSince ?? .now) : nil
       // Slots free up in bursts (outcomes are written in batches). Leasing for every single free slot
@@ -221,13 +226,19 @@ public final class Worker: Sendable {
   ) {
     running.add(1, ordering: .acquiringAndReleasing)
     let result = OneShot<Result<JobResult, JobError>?>()
-    let work = Task { [slots] in
+    let work = Task { [self, slots] in
       guard await slots.acquire(1) == .granted else {  // abandoned while waiting: already resolved
         handler.dropped(job)
         return
       }
-      defer { slots.release(1) }
-      let outcome = await Result { () async throws(JobError) in try await handler.process(job) }
+      let lease = SlotLease(slots: slots) { change in
+        self.aside.add(change, ordering: .acquiringAndReleasing)
+        if change > 0 { self.producerWake.signal() }
+      }
+      defer { lease.end() }
+      let outcome = await SlotLease.$current.withValue(lease) {
+        await Result { () async throws(JobError) in try await handler.process(job) }
+      }
       result.resolve(outcome)
     }
     let superseded = book.withLock {

@@ -26,22 +26,35 @@ struct ByteAdmissionTests {
     #expect(gate.inUse == 70 && gate.queuedCount == 0)
   }
 
-  @Test func downloadsTakeWhatFitsButLeaveTheFirstRequestItsRoom() {
+  @Test func downloadsMayUseWhatRunningDecodesWillGiveBackIfTheHeadStillFitsAfter() {
     var gate = ByteAdmission(capacity: 100)
     let first = gate.take(10)
     #expect(first)
+    #expect(gate.request(id: 1, bytes: 30) == .granted)
+    let tooMuch = gate.take(61)
+    #expect(!tooMuch, "only 60 left")
+    #expect(gate.request(id: 2, bytes: 70) == .queued)
+    #expect(!gate.isStalled && gate.shortfall == 10, "request 1 will give its 30 back")
+    let intoTheHeadsRoom = gate.take(21)
+    #expect(!intoTheHeadsRoom, "10 + 21 held by downloads would leave the head 69 once request 1 ends")
+    let beside = gate.take(20)
+    #expect(beside, "10 + 20 leave it its 70")
+    #expect(gate.release(bytes: 30) == [2])
+    #expect(gate.inUse == 100 && gate.requested == 70)
+    #expect(gate.give(30) == [] && gate.inUse == 70)
+  }
+
+  @Test func smallerRequestsOvertakeAWaitingOneABoundedNumberOfTimes() {
+    var gate = ByteAdmission(capacity: 100, maxOvertakes: 2)
     #expect(gate.request(id: 1, bytes: 50) == .granted)
-    let tooMuch = gate.take(41)
-    #expect(!tooMuch, "only 40 left")
-    #expect(gate.request(id: 2, bytes: 45) == .queued)
-    #expect(!gate.isStalled && gate.shortfall == 5, "request 1 will give its 50 back")
-    let intoTheHeadsRoom = gate.take(1)
-    #expect(!intoTheHeadsRoom, "39 are free, but a download must not widen the head's shortfall")
-    #expect(gate.release(bytes: 50) == [2])
-    #expect(gate.inUse == 55 && gate.requested == 45)
-    let rest = gate.take(45)
-    #expect(rest, "nothing waits: all that is free may be taken")
-    #expect(gate.give(55) == [] && gate.inUse == 45)
+    #expect(gate.request(id: 2, bytes: 80) == .queued)
+    #expect(gate.request(id: 3, bytes: 20) == .granted, "fits beside 1: overtakes 2 (once)")
+    #expect(gate.request(id: 4, bytes: 40) == .queued, "does not fit now")
+    #expect(gate.request(id: 5, bytes: 10) == .granted, "overtakes 2 (twice)")
+    #expect(gate.request(id: 6, bytes: 10) == .queued, "2 has been overtaken enough")
+    #expect(gate.release(bytes: 50) == [], "2 still does not fit beside 3 and 5; 4 and 6 may not pass it")
+    #expect(gate.release(bytes: 20) == [2, 6], "2 first; then 6 fits beside it, 4 does not")
+    #expect(gate.queuedCount == 1 && gate.inUse == 100)
   }
 
   @Test func inAStallDownloadsMayTakeTheHeadsRoomSoThatTheyCanEnd() {
