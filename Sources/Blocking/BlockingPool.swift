@@ -9,7 +9,7 @@ import Synchronization
 /// threads of our own and resumes the awaiting task when it returns.
 public final class BlockingPool: Sendable {
   private struct State {
-    var pending: [@Sendable () -> Void] = []
+    var pending: [(@Sendable () -> Void)?] = []
     var next = 0
     var stopping = false
   }
@@ -53,7 +53,9 @@ public final class BlockingPool: Sendable {
       available.wait()
       let work: (@Sendable () -> Void)? = state.withLock { state in
         guard state.next < state.pending.count else { return nil }
-        let work = state.pending[state.next]
+        // Taken out, not just passed: a closure left in the array would keep what it captured (an
+        // original's bytes, its memory hold) alive until the next compaction.
+        let work = state.pending[state.next].take()
         state.next += 1
         // Compact now and then so the array does not grow for the life of the process.
         if state.next > 64 && state.next * 2 > state.pending.count {

@@ -165,3 +165,44 @@ struct MemoryModelTests {
     for ratio in ratios { #expect(ratio <= 1.0 && ratio >= 0.5, "\(text)") }
   }
 }
+
+extension MemoryBudgetTests {
+  /// Two jobs whose originals are large next to the budget, downloaded at the same pace: once both
+  /// originals are in, the first decode in line does not fit beside the other original, and no decode
+  /// is running to give memory back. The job behind lets its original go and fetches it again after;
+  /// both succeed, neither hangs.
+  @Test func originalsHeldByWaitingJobsDoNotDeadlockTheBudget() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    let jpeg = try makeNoiseJPEG(width: 2000, height: 1500)
+    try Data(jpeg).write(to: fixture.origin.root.appendingPathComponent("noise.jpg"))
+    let cost = try #require(Thumbnailer().predictedPeak(of: jpeg, variants: Profile.default.variants)).total
+    // One job fits (its original is part of its cost); two originals and one decode do not.
+    let budget = cost + jpeg.count / 2
+    for copy in 1...2 {
+      let url = fixture.origin.url("/slow/noise.jpg?chunk=\(jpeg.count / 8 + 1)&delay=0.05&copy=\(copy)")
+      try sql(database, "SELECT thumbs.enqueue($1)", [url])
+    }
+    let started = ContinuousClock.now
+    let totals = try await drainQueue(databaseURL: database, storage: fixture.storage) {
+      $0.memoryBudget = budget
+      $0.originalCacheBytes = 0
+    }
+    let outcome = try sql(database, "SELECT state, attempts, error_code, last_error FROM thumbs.jobs").rows
+    #expect(totals.succeeded == 2, "\(outcome); file \(jpeg.count) B, cost \(cost) B, budget \(budget) B")
+    // A download paused for good, or an original kept alive by something that ran, would end only by
+    // a deadline (30 s and more).
+    #expect(started.duration(to: .now) < .seconds(15), "\(outcome); \(totals)")
+  }
+}
+
+/// Random pixels: a JPEG as large in bytes as a photo of its size can be.
+func makeNoiseJPEG(width: Int, height: Int) throws -> [UInt8] {
+  var image = PixelBuffer(width: width, height: height, channels: 3)
+  var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+  for i in image.pixels.indices {
+    seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+    image.pixels[i] = UInt8(truncatingIfNeeded: seed >> 56)
+  }
+  return try JPEG.encode(image, quality: 95)
+}
