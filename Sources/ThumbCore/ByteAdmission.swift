@@ -19,9 +19,16 @@ public struct ByteAdmission: Sendable {
   /// The part of `inUse` held by granted requests.
   public private(set) var requested = 0
   public let maxOvertakes: Int
-  private var waiting: [(id: UInt64, bytes: Int)] = []
+  private var waiting: [Request] = []
   /// How many later requests have started ahead of the current head.
   private var headOvertaken = 0
+
+  private struct Request {
+    var id: UInt64
+    var bytes: Int
+    /// Taken bytes the requester holds while it waits (its original).
+    var held: Int
+  }
 
   public init(capacity: Int, maxOvertakes: Int = 0) {
     self.capacity = capacity
@@ -51,9 +58,6 @@ public struct ByteAdmission: Sendable {
     inUse + bytes <= capacity && (waiting.isEmpty || headOvertaken < maxOvertakes)
   }
 
-  /// Whether request `id` is first in the queue.
-  public func isHead(_ id: UInt64) -> Bool { waiting.first?.id == id }
-
   /// `held`: bytes the requester already holds as takes (its downloaded original), which it keeps
   /// while its request runs, so the two together must fit the capacity.
   public mutating func request(id: UInt64, bytes: Int, held: Int = 0) -> Answer {
@@ -64,7 +68,7 @@ public struct ByteAdmission: Sendable {
       requested += bytes
       return .granted
     }
-    waiting.append((id, bytes))
+    waiting.append(Request(id: id, bytes: bytes, held: held))
     return .queued
   }
 
@@ -100,6 +104,16 @@ public struct ByteAdmission: Sendable {
     return (true, admitFromHead())
   }
 
+  /// In a stall with a shortfall, withdraws the queued requests behind the head that hold an original:
+  /// their holders should let the originals go (which gives the head its room), and ask again later.
+  /// Returns them, and any requests their withdrawal let start; nil when there is no such stall.
+  public mutating func withdrawHoldersBehindHead() -> (withdrawn: [UInt64], granted: [UInt64])? {
+    guard isStalled, shortfall > 0 else { return nil }
+    let withdrawn = waiting.dropFirst().filter { $0.held > 0 }.map(\.id)
+    waiting.removeAll { request in withdrawn.contains(request.id) }
+    return (withdrawn, withdrawn.isEmpty ? [] : admitFromHead())
+  }
+
   private mutating func admitFromHead() -> [UInt64] {
     var granted: [UInt64] = []
     while let head = waiting.first, inUse + head.bytes <= capacity {
@@ -120,7 +134,7 @@ public struct ByteAdmission: Sendable {
     return granted
   }
 
-  private mutating func grant(_ request: (id: UInt64, bytes: Int), to granted: inout [UInt64]) {
+  private mutating func grant(_ request: Request, to granted: inout [UInt64]) {
     inUse += request.bytes
     requested += request.bytes
     granted.append(request.id)

@@ -14,8 +14,6 @@ final class AdmissionGate: Sendable {
   private struct State {
     var admission: ByteAdmission
     var waiters: [UInt64: CheckedContinuation<Outcome, Never>] = [:]
-    /// Bytes of original each queued request holds while it waits (only those above zero).
-    var holding: [UInt64: Int] = [:]
     /// Paused downloads, to wake when memory may have been given back.
     var wakes: [@Sendable () -> Void] = []
     var nextID: UInt64 = 0
@@ -56,16 +54,17 @@ final class AdmissionGate: Sendable {
   /// and keeps while its request runs. `whenQueued` is called, once and before any waiting, if the
   /// request has to wait.
   func acquire(_ weight: Int, held: Int = 0, whenQueued: (() -> Void)? = nil) async -> Outcome {
+    if weight + held > capacity { return .neverFits }
     // The common case, room now and nobody waiting, takes no continuation: no suspension per job.
     let id = state.withLock { state -> UInt64? in
       state.nextID += 1
-      if state.admission.fitsNow(weight) || weight + held > capacity {
+      if state.admission.fitsNow(weight) {
         _ = state.admission.request(id: state.nextID, bytes: weight, held: held)
         return nil
       }
       return state.nextID
     }
-    guard let id else { return weight + held > capacity ? .neverFits : .granted }
+    guard let id else { return .granted }
     whenQueued?()
     return await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
@@ -77,7 +76,6 @@ final class AdmissionGate: Sendable {
           case .neverFits: return (.neverFits, Effects())
           case .queued:
             state.waiters[id] = continuation
-            if held > 0 { state.holding[id] = held }
             return (nil, Self.effects(of: [], &state))
           }
         }
@@ -87,7 +85,6 @@ final class AdmissionGate: Sendable {
     } onCancel: {
       let (cancelled, effects) = state.withLock { state in
         let granted = state.admission.cancel(id: id).granted
-        state.holding[id] = nil
         return (state.waiters.removeValue(forKey: id), Self.effects(of: granted, &state))
       }
       cancelled?.resume(returning: .cancelled)
@@ -141,7 +138,6 @@ final class AdmissionGate: Sendable {
   ) -> Effects {
     var effects = Effects()
     for id in grantedIDs {
-      state.holding[id] = nil
       if let waiter = state.waiters.removeValue(forKey: id) { effects.granted.append(waiter) }
     }
     effects.wakes = state.wakes
@@ -165,15 +161,11 @@ final class AdmissionGate: Sendable {
     // first: they cannot run before it anyway.
     let (yielded, more) = state.withLock { state -> ([CheckedContinuation<Outcome, Never>], Effects) in
       state.relieving = false
-      guard state.admission.isStalled, state.admission.shortfall > 0 else { return ([], Effects()) }
       // Their memory comes back when they let their originals go, which wakes the gate again.
-      var yielded: [CheckedContinuation<Outcome, Never>] = []
-      var granted: [UInt64] = []
-      for (id, _) in state.holding where !state.admission.isHead(id) {
-        granted += state.admission.cancel(id: id).granted
-        state.holding[id] = nil
-        if let waiter = state.waiters.removeValue(forKey: id) { yielded.append(waiter) }
+      guard let (withdrawn, granted) = state.admission.withdrawHoldersBehindHead() else {
+        return ([], Effects())
       }
+      let yielded = withdrawn.compactMap { state.waiters.removeValue(forKey: $0) }
       return (yielded, Self.effects(of: granted, &state, relieving: false))
     }
     yielded.forEach { $0.resume(returning: .yield) }

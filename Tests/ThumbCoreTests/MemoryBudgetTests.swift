@@ -70,6 +70,22 @@ struct ByteAdmissionTests {
     #expect(!gate.isStalled && gate.requested == 60)
   }
 
+  @Test func inAStallTheRequestsBehindTheHeadHoldingOriginalsAreWithdrawn() {
+    var gate = ByteAdmission(capacity: 100)
+    let originals = [gate.take(30), gate.take(20), gate.take(10)]
+    #expect(originals == [true, true, true])
+    #expect(gate.request(id: 1, bytes: 50, held: 30) == .queued)
+    #expect(gate.request(id: 2, bytes: 10, held: 20) == .queued)
+    #expect(gate.request(id: 3, bytes: 5) == .queued)
+    #expect(gate.request(id: 4, bytes: 5, held: 10) == .queued)
+    let answer = gate.withdrawHoldersBehindHead()
+    #expect(answer?.withdrawn == [2, 4], "not the head, not 3, which holds nothing")
+    #expect(answer?.granted == [], "their originals are still held until they let them go")
+    #expect(gate.queuedCount == 2)
+    #expect(gate.give(30) == [1, 3], "their originals gone, the head starts, and 3 beside it")
+    #expect(gate.withdrawHoldersBehindHead() == nil, "no stall any more")
+  }
+
   @Test func aRequestMustFitBesideTheOriginalItHolds() {
     var gate = ByteAdmission(capacity: 100)
     #expect(gate.request(id: 1, bytes: 80, held: 21) == .neverFits)
