@@ -53,6 +53,12 @@ final class TransferState: @unchecked Sendable {
     self.cancellation = cancellation
   }
 
+  /// Frees a failed transfer's partial body and gives its memory back. Only once the transfer has ended.
+  func discardBody() {
+    body = []
+    reservation?.giveBack()
+  }
+
   /// The body's next capacity once it must hold `needed` bytes: the announced length when there is one
   /// (one allocation instead of doubling through it, which would briefly hold one and a half times the
   /// body), otherwise twice the current capacity; never over the cap.

@@ -39,13 +39,17 @@ final class BodyReservation: @unchecked Sendable {
     return true
   }
 
+  /// Gives back everything taken (the transfer failed: its body will not be kept).
+  func giveBack() {
+    if bytes > 0 { memory.give(bytes) }
+    bytes = 0
+  }
+
   /// The reservation as a hold that lives as long as the original.
   func seal() -> MemoryHold {
     defer { bytes = 0 }
     return MemoryHold(bytes: bytes, memory: memory)
   }
 
-  deinit {
-    if bytes > 0 { memory.give(bytes) }
-  }
+  deinit { giveBack() }
 }

@@ -107,7 +107,11 @@ public struct Fetcher: Sendable {
       let failure: TransferFailure
       switch transfer.outcome(code, url: url, limits: limits) {
       case .success(let result): return result
-      case .failure(let error): failure = error
+      case .failure(let error):
+        // Now, not when `transfer` goes: the retry's backoff would hold the partial body and its memory,
+        // and the multi thread may still hold the transfer a moment after it resumed us.
+        transfer.state.discardBody()
+        failure = error
       }
       guard failure.retryable, !cancellation.isCancelled else { throw failure.error }
       let decision = limits.retry.decide(

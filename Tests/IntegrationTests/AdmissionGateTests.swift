@@ -17,7 +17,9 @@ struct AdmissionGateTests {
     let tookSecond = gate.take(30, orWake: {})  // job 2's original
     #expect(tookFirst && tookSecond)
     let first = Task { await gate.acquire(60, held: 30) }  // 30 + 30 + 60 > 100
-    while gate.queuedCount == 0 { await Task.yield() }
+    // The relief is asked for just after the request is queued, outside the gate's lock: wait for it.
+    #expect(await eventually(timeout: 5) { !reliefAsked.withLock { $0.isEmpty } })
+    #expect(gate.queuedCount == 1)
     #expect(reliefAsked.withLock { $0 } == [20], "the cache is asked for the head's shortfall")
     let second = await gate.acquire(10, held: 30)
     #expect(second == .yield, "second in line, holding an original the head needs")
