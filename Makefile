@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Extra arguments for `swift test`, e.g. make test SWIFT_TEST_FLAGS='--filter FetchTests'
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: build release test demo format lint clean fuzz
+.PHONY: build release test demo format lint clean fuzz sql
 
 build:
 	$(SWIFT) build
@@ -39,3 +39,7 @@ clean:
 # e.g. make fuzz FUZZ_SECONDS=600 FUZZ_TARGET=exif
 fuzz:
 	fuzz/run.sh $(or $(FUZZ_SECONDS),300) $(or $(FUZZ_TARGET),all)
+
+# Regenerates Sources/Queue/Generated/Statements.swift from Sources/Queue/SQL/*.sql (commit both).
+sql:
+	python3 scripts/gen-sql.py

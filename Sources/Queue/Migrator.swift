@@ -58,23 +58,21 @@ public struct Migrator: Sendable {
 
   /// Applies what is missing; returns the names of the files applied (empty when up to date).
   public func apply(on connection: PostgresConnection) throws -> [String] {
-    try connection.query("SELECT pg_advisory_lock($1::bigint)", [Self.lockKey])
-    defer { _ = try? connection.query("SELECT pg_advisory_unlock($1::bigint)", [Self.lockKey]) }
-    try connection.execute(
-      script: """
-        CREATE SCHEMA IF NOT EXISTS thumbs;
-        CREATE TABLE IF NOT EXISTS thumbs.schema_migrations (
-          version text PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
-        """)
-    let done = Set(
-      try connection.query("SELECT version FROM thumbs.schema_migrations").rows.compactMap { $0[0] })
+    try connection.query(SQL.lockMigrations, [Self.lockKey])
+    defer { _ = try? connection.query(SQL.unlockMigrations, [Self.lockKey]) }
+    try connection.query(SQL.createThumbsSchema)
+    try connection.query(SQL.createMigrationsTable)
+    var done = Set<String>()
+    for row in try connection.query(SQL.appliedMigrations).namedRows {
+      done.insert(try row.string("version"))
+    }
     var applied: [String] = []
     for migration in migrations where !done.contains(migration.version) {
       do {
+        // One script (PQexec), so a migration may hold many statements; BEGIN makes it and its record
+        // one transaction.
         try connection.execute(script: "BEGIN;\n" + migration.sql)
-        try connection.query(
-          "INSERT INTO thumbs.schema_migrations (version, name) VALUES ($1, $2)",
-          [migration.version, migration.name])
+        try connection.query(SQL.recordMigration, [migration.version, migration.name])
         try connection.execute(script: "COMMIT")
       } catch {
         try? connection.execute(script: "ROLLBACK")

@@ -11,7 +11,8 @@ import Synchronization
 /// the gap.
 public final class NotificationListener: Sendable {
   private let conninfo: String
-  private let channel: String
+  /// `LISTEN <channel>`.
+  private let listenStatement: String
   private let onNotify: @Sendable () -> Void
   private let stopping = Atomic<Bool>(false)
   private let finished = DispatchSemaphore(value: 0)
@@ -22,9 +23,18 @@ public final class NotificationListener: Sendable {
     return (fds[0], fds[1])
   }()
 
+  /// The channel the queue notifies (SQL/listen_jobs.sql).
+  public static let jobsChannel = "thumbs_jobs"
+
+  /// Listens on the queue's channel, `thumbs_jobs`.
+  public convenience init(conninfo: String, onNotify: @escaping @Sendable () -> Void) {
+    self.init(conninfo: conninfo, channel: Self.jobsChannel, onNotify: onNotify)
+  }
+
   public init(conninfo: String, channel: String, onNotify: @escaping @Sendable () -> Void) {
     self.conninfo = conninfo
-    self.channel = channel
+    // The channel is ours (a constant), not user input; identifiers cannot be bound as parameters.
+    listenStatement = channel == Self.jobsChannel ? SQL.listenJobs.text : "LISTEN \(channel)"
     self.onNotify = onNotify
   }
 
@@ -67,8 +77,7 @@ public final class NotificationListener: Sendable {
 
   private func connect() -> OpaquePointer? {
     guard let conn = try? openConnection(conninfo, applicationName: "thumbd-listen") else { return nil }
-    // The channel is ours (a constant), not user input; identifiers cannot be bound as parameters.
-    let result = PQexec(conn, "LISTEN \(channel)")
+    let result = PQexec(conn, listenStatement)
     defer { PQclear(result) }
     guard PQresultStatus(result) == PGRES_COMMAND_OK else {
       PQfinish(conn)

@@ -32,19 +32,7 @@ extension JobQueue {
     _ original: OriginalRecord, revalidated: Bool, workerID: String
   ) async throws(PostgresError) {
     try await client.prepared(
-      """
-      INSERT INTO thumbs.originals AS o
-             (url, bytes, sha256, content_type, etag, last_modified, format, width, height, fetched_by,
-              downloads, revalidations)
-      VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8::int, $9::int, $10,
-              CASE WHEN $11::bool THEN 0 ELSE 1 END, CASE WHEN $11::bool THEN 1 ELSE 0 END)
-      ON CONFLICT (url) DO UPDATE
-         SET bytes = excluded.bytes, sha256 = excluded.sha256, content_type = excluded.content_type,
-             etag = excluded.etag, last_modified = excluded.last_modified, format = excluded.format,
-             width = excluded.width, height = excluded.height, fetched_by = excluded.fetched_by,
-             fetched_at = CASE WHEN $11::bool THEN o.fetched_at ELSE now() END, checked_at = now(),
-             downloads = o.downloads + excluded.downloads, revalidations = o.revalidations + excluded.revalidations
-      """,
+      SQL.recordOriginal,
       [
         original.url, String(original.bytes), original.sha256, original.contentType, original.etag,
         original.lastModified, original.format, original.size.map { String($0.width) },
@@ -60,7 +48,6 @@ extension JobQueue {
     async throws(PostgresError) -> Int
   {
     try await deleteInBatches(
-      "SELECT thumbs.prune_originals(make_interval(secs => $1::float8), $2::int)",
-      olderThanSeconds: olderThanSeconds, batchSize: batchSize, maxBatches: maxBatches)
+      SQL.pruneOriginals, olderThanSeconds: olderThanSeconds, batchSize: batchSize, maxBatches: maxBatches)
   }
 }

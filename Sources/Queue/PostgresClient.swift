@@ -32,6 +32,27 @@ public struct PostgresClient: Sendable {
     try await query(sql, parameters, prepared: true)
   }
 
+  /// Runs one of the statements of `SQL` (Sources/Queue/SQL).
+  @discardableResult
+  public func query(
+    _ statement: SQLStatement, _ parameters: [String?] = [], prepared: Bool = false
+  ) async throws(PostgresError)
+    -> QueryResult
+  {
+    let connection = self.connection
+    return try await pool.run { () throws(PostgresError) in
+      try connection.query(statement, parameters, prepared: prepared)
+    }
+  }
+
+  /// `query` with the statement prepared once per connection: for the hot statements of the queue.
+  @discardableResult
+  public func prepared(
+    _ statement: SQLStatement, _ parameters: [String?] = []
+  ) async throws(PostgresError) -> QueryResult {
+    try await query(statement, parameters, prepared: true)
+  }
+
   public func close() {
     connection.close()
   }

@@ -1,22 +1,6 @@
 import CLibPQ
 import Foundation
 
-/// Rows copied out of a libpq result, which is freed before this is returned: nothing here points into C.
-public struct QueryResult: Sendable {
-  public var columns: [String]
-  public var rows: [[String?]]
-  /// Rows touched by INSERT/UPDATE/DELETE (PQcmdTuples), or the number of rows returned.
-  public var affectedRows: Int
-
-  /// The first column as job ids (the `RETURNING id` of the queue's writes).
-  public var ids: [Int64] { rows.compactMap { ($0.first ?? nil).flatMap { Int64($0) } } }
-
-  public subscript(row: Int, column: String) -> String? {
-    guard let index = columns.firstIndex(of: column) else { return nil }
-    return rows[row][index]
-  }
-}
-
 /// One libpq connection, owned and closed exactly once (in `close()` or deinit). Values travel as text
 /// parameters ($1, $2, ...): SQL is never built by pasting values into it.
 ///
@@ -50,24 +34,45 @@ public final class PostgresConnection: @unchecked Sendable {
   /// database costs the statements in flight at that moment, not the worker.
   ///
   /// `prepared`: the statement is parsed and planned once per connection and then only executed. For the
-  /// queue's CTE statements planning costs more than running (0.7 ms against 0.4 ms for a lease), so the
-  /// hot statements use it. (Behind PgBouncer in transaction mode use version 1.21 or later, which tracks
-  /// protocol-level prepared statements.)
+  /// queue's CTE statements planning costs more than running, so the hot statements use it. (Behind
+  /// PgBouncer in transaction mode use version 1.21 or later, which tracks protocol-level prepared
+  /// statements.)
   @discardableResult
   public func query(
     _ sql: String, _ parameters: [String?] = [], prepared: Bool = false
   ) throws(PostgresError)
     -> QueryResult
   {
+    try run(sql, parameters, preparedAs: prepared ? Self.statementName(sql) : nil)
+  }
+
+  /// Runs one of the statements of `SQL` (Sources/Queue/SQL), prepared under its own name
+  /// (`thumbd_<name>`, as pg_prepared_statements shows it) when `prepared`.
+  @discardableResult
+  public func query(
+    _ statement: SQLStatement, _ parameters: [String?] = [], prepared: Bool = false
+  ) throws(PostgresError)
+    -> QueryResult
+  {
+    assert(
+      parameters.count == statement.parameters.count,
+      "\(statement.name) takes \(statement.parameters.count) parameters, not \(parameters.count)")
+    return try run(statement.text, parameters, preparedAs: prepared ? "thumbd_" + statement.name : nil)
+  }
+
+  private func run(
+    _ sql: String, _ parameters: [String?], preparedAs name: String?
+  ) throws(PostgresError)
+    -> QueryResult
+  {
     try locked { () throws(PostgresError) -> QueryResult in
       let conn = try liveConnection()
-      guard prepared else {
+      guard let name else {
         let result = withCStrings(parameters) { values in
           PQexecParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0)
         }
         return try consume(result, conn)
       }
-      let name = Self.statementName(sql)
       if !preparedNames.contains(name) {
         _ = try consume(PQprepare(conn, name, sql, Int32(parameters.count), nil), conn)
         preparedNames.insert(name)
@@ -118,15 +123,17 @@ public final class PostgresConnection: @unchecked Sendable {
     return connection!
   }
 
-  private func consume(_ result: OpaquePointer?, _ conn: OpaquePointer) throws(PostgresError) -> QueryResult {
+  /// The result if it is not an error; otherwise it is freed and its error thrown.
+  private func checked(_ result: OpaquePointer?, _ conn: OpaquePointer) throws(PostgresError) -> OpaquePointer
+  {
     guard let result else {
       throw PostgresError(kind: .connection, message: String(cString: PQerrorMessage(conn)))
     }
-    defer { PQclear(result) }
     switch PQresultStatus(result) {
     case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
-      break
+      return result
     default:
+      defer { PQclear(result) }
       let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(
         in: .whitespacesAndNewlines)
       let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
@@ -134,6 +141,11 @@ public final class PostgresConnection: @unchecked Sendable {
       throw PostgresError(
         kind: broken || state == nil ? .connection : .query, sqlState: state, message: message)
     }
+  }
+
+  private func consume(_ result: OpaquePointer?, _ conn: OpaquePointer) throws(PostgresError) -> QueryResult {
+    let result = try checked(result, conn)
+    defer { PQclear(result) }
     let columnCount = Int(PQnfields(result))
     let rowCount = Int(PQntuples(result))
     let columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }

@@ -48,17 +48,7 @@ extension JobQueue {
     _ worker: WorkerRecord, counters: WorkerCounters, stopping: Bool
   ) async throws(PostgresError) {
     try await client.query(
-      """
-      INSERT INTO thumbs.workers AS w
-             (id, host, pid, version, concurrency, memory_budget, lease_ttl, state,
-              jobs_succeeded, jobs_failed, jobs_retried, leases_lost)
-      VALUES ($1, $2, $3::int, $4, $5::int, $6::bigint, make_interval(secs => $7::float8), $8,
-              $9::bigint, $10::bigint, $11::bigint, $12::bigint)
-      ON CONFLICT (id) DO UPDATE
-         SET last_heartbeat_at = now(), state = excluded.state, jobs_succeeded = excluded.jobs_succeeded,
-             jobs_failed = excluded.jobs_failed, jobs_retried = excluded.jobs_retried,
-             leases_lost = excluded.leases_lost
-      """,
+      SQL.announceWorker,
       [
         worker.id, worker.host, String(worker.pid), worker.version, String(worker.concurrency),
         String(worker.memoryBudget), String(worker.leaseSeconds), stopping ? "stopping" : "running",
@@ -69,14 +59,14 @@ extension JobQueue {
 
   /// Removes the worker's row at a clean exit.
   public func withdraw(workerID: String) async throws(PostgresError) {
-    try await client.query("DELETE FROM thumbs.workers WHERE id = $1", [workerID])
+    try await client.query(SQL.withdrawWorker, [workerID])
   }
 
   /// Deletes the rows of workers that stopped heartbeating long ago; returns how many.
   @discardableResult
   public func expireWorkers() async throws(PostgresError) -> Int {
-    let result = try await client.query("SELECT thumbs.expire_workers()")
-    return Int(result.rows.first?[0] ?? "0") ?? 0
+    let rows = try await client.query(SQL.expireWorkers).namedRows
+    return try rows.first?.int("expired") ?? 0
   }
 
   /// Deletes finished jobs older than `olderThanSeconds`, `batchSize` at a time, until fewer than a batch
@@ -88,19 +78,19 @@ extension JobQueue {
     -> Int
   {
     try await deleteInBatches(
-      "SELECT thumbs.prune(make_interval(secs => $1::float8), $2::int)", olderThanSeconds: olderThanSeconds,
-      batchSize: batchSize, maxBatches: maxBatches)
+      SQL.pruneJobs, olderThanSeconds: olderThanSeconds, batchSize: batchSize, maxBatches: maxBatches)
   }
 
-  /// Runs a pruning function (`$1` the age in seconds, `$2` the batch size, answering how many rows it
-  /// deleted) until it deletes less than a batch or `maxBatches` ran: short transactions, few locks.
+  /// Runs a pruning statement (`$1` the age in seconds, `$2` the batch size, answering how many rows it
+  /// deleted in `deleted`) until it deletes less than a batch or `maxBatches` ran: short transactions,
+  /// few locks.
   func deleteInBatches(
-    _ statement: String, olderThanSeconds: Double, batchSize: Int, maxBatches: Int
+    _ statement: SQLStatement, olderThanSeconds: Double, batchSize: Int, maxBatches: Int
   ) async throws(PostgresError) -> Int {
     var total = 0
     for _ in 0..<maxBatches {
       let result = try await client.query(statement, [String(olderThanSeconds), String(batchSize)])
-      let deleted = Int(result.rows.first?[0] ?? "0") ?? 0
+      let deleted = try result.namedRows.first?.int("deleted") ?? 0
       total += deleted
       if deleted < batchSize { break }
     }

@@ -24,7 +24,7 @@ struct NoopHandler: JobHandler {
 
 /// Deletes every bench job (before a run, and after it, so runs do not pile up).
 private func deleteBenchJobs(_ connection: PostgresConnection) throws {
-  try connection.query("DELETE FROM thumbs.jobs WHERE source_url LIKE 'bench://%'")
+  try connection.query(SQL.benchDeleteJobs)
 }
 
 /// Migrates the scratch database and clears earlier bench jobs.
@@ -36,14 +36,14 @@ private func prepareBenchDatabase(_ url: String) throws {
   defer { connection.close() }
   _ = try Migrator(directory: folder).apply(on: connection)
   try deleteBenchJobs(connection)
-  let others = try connection.query("SELECT count(*) FROM thumbs.jobs WHERE state IN ('queued', 'running')")
-  guard others.rows.first?[0] == "0" else {
+  let others = try connection.query(SQL.benchLiveJobs).namedRows.first?.int("jobs")
+  guard others == 0 else {
     throw ValidationError(
-      "the database has \(others.rows.first?[0] ?? "?") live jobs that are not bench jobs: use a scratch database"
+      "the database has \(others.map(String.init) ?? "?") live jobs that are not bench jobs: use a scratch database"
     )
   }
-  try connection.query("DELETE FROM thumbs.workers")
-  try connection.execute(script: "VACUUM ANALYZE thumbs.jobs")
+  try connection.query(SQL.benchDeleteWorkers)
+  try connection.execute(script: SQL.benchVacuumJobs.text)
 }
 
 private func quietLogger(_ label: String) -> Logger {
@@ -77,12 +77,8 @@ struct BenchQueue: AsyncParsableCommand {
     try prepareBenchDatabase(url)
     let connection = try PostgresConnection(conninfo: url)
     defer { connection.close() }
-    try connection.query(
-      """
-      INSERT INTO thumbs.jobs (source_url, profile)
-      SELECT 'bench://noop/' || g, 'default' FROM generate_series(1, $1::int) AS g
-      """, [String(jobs)])
-    try connection.execute(script: "ANALYZE thumbs.jobs")
+    try connection.query(SQL.benchInsertJobs, [String(jobs)])
+    try connection.execute(script: SQL.benchAnalyzeJobs.text)
 
     let start = ContinuousClock.now
     let totals = try await withThrowingTaskGroup(of: WorkerCounters.self) { group in
@@ -103,12 +99,11 @@ struct BenchQueue: AsyncParsableCommand {
     }
     let elapsed = start.duration(to: .now)
     let seconds = elapsed.milliseconds / 1000
-    let done = try connection.query(
-      "SELECT count(*) FROM thumbs.jobs WHERE source_url LIKE 'bench://noop/%' AND state = 'succeeded'")
+    let done = try connection.query(SQL.benchSucceededJobs).namedRows.first?.int("jobs")
     try deleteBenchJobs(connection)
-    guard totals.succeeded == jobs, done.rows.first?[0] == String(jobs) else {
+    guard totals.succeeded == jobs, done == jobs else {
       throw ValidationError(
-        "only \(totals.succeeded) of \(jobs) jobs succeeded (database says \(done.rows.first?[0] ?? "?"))")
+        "only \(totals.succeeded) of \(jobs) jobs succeeded (database says \(done.map(String.init) ?? "?"))")
     }
     print(
       "thumbd \(ThumbdVersion.current): \(jobs) jobs, \(workers) worker(s), concurrency \(concurrency), batch \(batch)"

@@ -13,8 +13,7 @@ struct Enqueue: ParsableCommand {
   func run() throws {
     let connection = try PostgresConnection(conninfo: try database.resolved())
     defer { connection.close() }
-    let result = try connection.query(
-      "SELECT thumbs.enqueue($1, $2, $3::int)", [url, profile, String(priority)])
-    print(result.rows[0][0] ?? "")
+    let result = try connection.query(SQL.enqueueJob, [url, profile, String(priority)])
+    print(try result.ids.first.map(String.init) ?? "")
   }
 }

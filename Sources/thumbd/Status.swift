@@ -10,21 +10,12 @@ struct Status: ParsableCommand {
   func run() throws {
     let connection = try PostgresConnection(conninfo: try database.resolved())
     defer { connection.close() }
-    let result = try connection.query(
-      """
-      SELECT state, jobs, coalesce(date_trunc('second', oldest_age)::text, '-') AS oldest
-        FROM thumbs.queue_overview
-      """)
+    let queue = try connection.query(SQL.statusQueue).namedRows
     print(
-      TextTable.render(header: ["state", "jobs", "oldest"], rows: result.rows.map { $0.map { $0 ?? "" } }))
-    let workers = try connection.query(
-      """
-      SELECT id, state, concurrency::text, running::text, jobs_succeeded::text, jobs_failed::text,
-             leases_lost::text, date_trunc('second', heartbeat_age)::text, CASE WHEN stale THEN 'yes' ELSE '' END
-        FROM thumbs.worker_overview
-      """)
+      TextTable.render(header: ["state", "jobs", "oldest"], rows: try cells(queue, SQL.statusQueue.columns)))
+    let workers = try connection.query(SQL.statusWorkers).namedRows
     print("")
-    if workers.rows.isEmpty {
+    if workers.isEmpty {
       print("no workers registered")
     } else {
       print(
@@ -32,8 +23,15 @@ struct Status: ParsableCommand {
           header: [
             "worker", "state", "slots", "running", "succeeded", "failed", "lost", "heartbeat", "stale",
           ],
-          rows: workers.rows.map { $0.map { $0 ?? "" } }))
+          rows: try cells(workers, SQL.statusWorkers.columns)))
     }
+  }
+
+  /// The named columns of every row as text, NULL as an empty cell.
+  private func cells(_ rows: NamedRows, _ columns: [String]) throws -> [[String]] {
+    var cells: [[String]] = []
+    for row in rows { cells.append(try columns.map { column in try row.value(column) ?? "" }) }
+    return cells
   }
 }
 

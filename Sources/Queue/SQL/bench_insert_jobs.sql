@@ -1,0 +1,7 @@
+-- name: bench_insert_jobs
+-- `thumbd bench queue`: $1 queued no-op jobs, inserted directly (not through thumbs.enqueue: no
+-- notifications, no sibling marks).
+-- params: jobs int
+-- returns: none
+INSERT INTO thumbs.jobs (source_url, profile)
+SELECT 'bench://noop/' || g, 'default' FROM generate_series(1, $1::int) AS g

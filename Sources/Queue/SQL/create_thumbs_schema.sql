@@ -1,0 +1,5 @@
+-- name: create_thumbs_schema
+-- The schema everything of thumbd lives in, before the first migration can be recorded.
+-- params: none
+-- returns: none
+CREATE SCHEMA IF NOT EXISTS thumbs

@@ -1,0 +1,43 @@
+-- name: lease_jobs
+-- Claims up to $2 ready jobs: highest priority first, then oldest run_at. SKIP LOCKED lets many
+-- workers lease at once without waiting on each other's rows; attempts is counted here, at lease.
+--
+-- Siblings: with each batch come up to $4 more ready jobs naming a URL the batch already names (the
+-- same photo under other profiles), so one worker downloads a popular original once for all of them
+-- instead of several workers each downloading it. Only jobs that thumbs.enqueue marked shares_source
+-- (their URL has other live jobs) are looked up. They are locked with SKIP LOCKED; the worker may hold
+-- more jobs than its concurrency this way, and runs the extra ones as slots free.
+--
+-- Each profile's spec is read fresh for every lease, but sent once per profile per batch (spec is
+-- NULL on the other rows of that profile): turning the jsonb into text for every row cost more than
+-- the rest of the statement.
+-- params: worker_id text, limit bigint, lease_seconds float8, siblings bigint
+-- returns: id bigint, source_url text, profile text, attempts int, max_attempts int, lease_token uuid,
+-- returns: spec text
+WITH picked AS MATERIALIZED (
+  SELECT id, source_url, shares_source FROM thumbs.jobs
+   WHERE state = 'queued' AND run_at <= now()
+   ORDER BY priority DESC, run_at, id
+   LIMIT $2
+   FOR UPDATE SKIP LOCKED),
+siblings AS MATERIALIZED (
+  SELECT s.id FROM thumbs.jobs s
+   WHERE s.source_url IN (SELECT source_url FROM picked WHERE shares_source)
+     AND s.state = 'queued' AND s.run_at <= now()
+     AND s.id NOT IN (SELECT id FROM picked)
+   ORDER BY s.id
+   LIMIT $4
+   FOR UPDATE SKIP LOCKED),
+chosen AS (SELECT id FROM picked UNION ALL SELECT id FROM siblings),
+leased AS (
+  UPDATE thumbs.jobs j
+     SET state = 'running', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
+         lease_expires_at = now() + make_interval(secs => $3::float8), leased_by = $1, started_at = now()
+    FROM chosen
+   WHERE j.id = chosen.id
+  RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token)
+SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token,
+       CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1
+            THEN (SELECT p.spec::text FROM thumbs.profiles p WHERE p.name = l.profile) END AS spec
+  FROM leased l
+ ORDER BY l.id

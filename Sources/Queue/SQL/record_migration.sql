@@ -1,0 +1,5 @@
+-- name: record_migration
+-- Records a migration as applied, inside the transaction that applies it.
+-- params: version text, name text
+-- returns: none
+INSERT INTO thumbs.schema_migrations (version, name) VALUES ($1, $2)

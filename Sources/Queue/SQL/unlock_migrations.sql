@@ -1,0 +1,5 @@
+-- name: unlock_migrations
+-- Releases the lock of lock_migrations.
+-- params: key bigint
+-- returns: pg_advisory_unlock bool
+SELECT pg_advisory_unlock($1::bigint)

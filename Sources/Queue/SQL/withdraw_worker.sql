@@ -1,0 +1,5 @@
+-- name: withdraw_worker
+-- Removes a worker's thumbs.workers row at a clean exit.
+-- params: worker_id text
+-- returns: none
+DELETE FROM thumbs.workers WHERE id = $1

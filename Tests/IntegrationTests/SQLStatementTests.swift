@@ -1,0 +1,83 @@
+import Foundation
+import Queue
+import Testing
+
+/// The .sql files and the Swift generated from them, without a database.
+@Suite struct SQLFilesTests {
+  @Test func generatedSwiftIsUpToDate() throws {
+    let check = try runGenerator(["--check"], root: TestDatabase.repoRoot)
+    #expect(
+      check.status == 0,
+      "Sources/Queue/Generated/Statements.swift is stale: run `make sql` (scripts/gen-sql.py)\n\(check.output)"
+    )
+  }
+
+  @Test func checkFailsWhenAStatementChanges() throws {
+    // A copy of the generator, the .sql files and the generated Swift, in a folder of their own.
+    let root = try makeTemporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: root) }
+    for path in ["scripts/gen-sql.py", "Sources/Queue/SQL", "Sources/Queue/Generated"] {
+      let target = root.appendingPathComponent(path)
+      try FileManager.default.createDirectory(
+        at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+      try FileManager.default.copyItem(at: TestDatabase.repoRoot.appendingPathComponent(path), to: target)
+    }
+    #expect(try runGenerator(["--check"], root: root).status == 0)
+    let file = root.appendingPathComponent("Sources/Queue/SQL/withdraw_worker.sql")
+    let text = try String(contentsOf: file, encoding: .utf8)
+    try (text + "\n  AND true\n").write(to: file, atomically: true, encoding: .utf8)
+    #expect(try runGenerator(["--check"], root: root).status == 1)
+    #expect(try runGenerator([], root: root).status == 0)
+    #expect(try runGenerator(["--check"], root: root).status == 0)
+    // A header that does not match the statement is refused.
+    try text.replacingOccurrences(of: "-- params: worker_id text", with: "-- params: none")
+      .write(to: file, atomically: true, encoding: .utf8)
+    let refused = try runGenerator([], root: root)
+    #expect(refused.status == 2 && refused.output.contains("withdraw_worker.sql"))
+  }
+
+  @Test func statementsAreNamedAfterTheirFiles() throws {
+    let folder = TestDatabase.repoRoot.appendingPathComponent("Sources/Queue/SQL")
+    let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+      .filter { $0.hasSuffix(".sql") && $0 != "schema.sql" }
+    #expect(Set(files) == Set(SQL.all.map { $0.name + ".sql" }))
+    #expect(Set(SQL.all.map(\.name)).count == SQL.all.count)
+    for statement in SQL.all {
+      #expect(statement.parameters.count == statement.parameterTypes.count)
+      #expect(statement.columns.count == statement.columnTypes.count)
+    }
+  }
+
+  @Test func rowsAreReadByColumnName() throws {
+    let result = QueryResult(
+      columns: ["id", "lease_token", "spec", "ratio", "done"],
+      rows: [["7", "abc", nil, "0.5", "t"], ["8", "def", "{}", "1", "f"]])
+    let rows = result.namedRows
+    #expect(try rows.map { try $0.int64("id") } == [7, 8])
+    #expect(try rows[0].string("lease_token") == "abc")
+    #expect(try rows[0].value("spec") == nil)
+    #expect(rows[1]["spec"] == "{}")
+    #expect(try rows[0].double("ratio") == 0.5)
+    #expect(try rows.map { try $0.bool("done") } == [true, false])
+    #expect(try result.ids == [7, 8])
+    let missing = #expect(throws: PostgresError.self) { try rows[0].value("lease") }
+    #expect(missing?.message.contains("\"lease\"") == true)
+    #expect(throws: PostgresError.self) { try rows[0].string("spec") }
+    #expect(throws: PostgresError.self) { try rows[0].int("lease_token") }
+    #expect(throws: PostgresError.self) { try QueryResult(columns: ["job_id"], rows: [["1"]]).ids }
+  }
+}
+
+/// Runs scripts/gen-sql.py of `root` with python3; its exit status and what it printed.
+func runGenerator(_ arguments: [String], root: URL) throws -> (status: Int32, output: String) {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+  process.arguments = ["python3", root.appendingPathComponent("scripts/gen-sql.py").path] + arguments
+  let output = Pipe()
+  process.standardOutput = output
+  process.standardError = output
+  try process.run()
+  let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+  process.waitUntilExit()
+  return (process.terminationStatus, text)
+}

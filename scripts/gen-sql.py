@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Turns Sources/Queue/SQL/*.sql into Sources/Queue/Generated/Statements.swift.
+
+Each .sql file holds one statement, named like the file, under a header comment:
+
+    -- name: lease_jobs
+    -- Why the statement is written the way it is (becomes the Swift doc comment).
+    -- params: worker_id text, limit bigint, lease_seconds float8, siblings bigint
+    -- returns: id bigint, source_url text, ...
+
+`params:` and `returns:` may be repeated to wrap a long list, or say `none`. A type is anything
+PostgreSQL's regtype understands; SQLStatementTests prepares every statement on a migrated database
+and checks the declared names and types against the server's own description of it.
+
+    scripts/gen-sql.py           write the Swift file
+    scripts/gen-sql.py --check   exit 1 if the Swift file is not what the .sql files make
+
+Only the standard library: it runs wherever python3 does, in CI and in the tests.
+"""
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SQL_DIR = ROOT / "Sources" / "Queue" / "SQL"
+OUTPUT = ROOT / "Sources" / "Queue" / "Generated" / "Statements.swift"
+# Not a statement: the schema after all migrations (scripts/dump-schema.sh writes it).
+SNAPSHOT = "schema.sql"
+# What .swift-format allows; the generated file has to pass `swift format lint --strict`.
+LINE_LENGTH = 110
+
+SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
+PLACEHOLDER = re.compile(r"\$(\d+)")
+
+
+class SQLFileError(Exception):
+    pass
+
+
+class Statement:
+    def __init__(self, name, description, parameters, columns, text):
+        self.name = name
+        self.description = description
+        self.parameters = parameters  # [(name, type)]
+        self.columns = columns  # [(name, type)]
+        self.text = text
+
+    @property
+    def swift_name(self):
+        first, *rest = self.name.split("_")
+        return first + "".join(part.capitalize() for part in rest)
+
+
+def parse_fields(path, key, values):
+    """`a int, b text` (possibly over several lines) -> [("a", "int"), ("b", "text")]."""
+    joined = ", ".join(v.strip().rstrip(",") for v in values)
+    if joined.strip() == "none":
+        return []
+    fields = []
+    for item in joined.split(","):
+        item = item.strip()
+        if not item:
+            raise SQLFileError(f"{path}: empty entry in `{key}:`")
+        parts = item.split(None, 1)
+        if len(parts) != 2:
+            raise SQLFileError(f"{path}: `{key}:` entry {item!r} needs a name and a type")
+        name, type_ = parts[0], " ".join(parts[1].split())
+        if not SNAKE.match(name):
+            raise SQLFileError(f"{path}: `{key}:` name {name!r} is not snake_case")
+        if name in (f[0] for f in fields):
+            raise SQLFileError(f"{path}: `{key}:` names {name!r} twice")
+        fields.append((name, type_))
+    return fields
+
+
+def parse(path):
+    lines = path.read_text(encoding="utf-8").split("\n")
+    header = []
+    while lines and lines[0].startswith("--"):
+        header.append(lines.pop(0))
+    name = None
+    description = []
+    lists = {"params": [], "returns": []}
+    for line in header:
+        content = line[2:]
+        if content.startswith(" "):
+            content = content[1:]
+        key, _, value = content.partition(":")
+        if key == "name" and value:
+            if name is not None:
+                raise SQLFileError(f"{path}: two `name:` lines")
+            name = value.strip()
+        elif key in lists and value:
+            lists[key].append(value)
+        else:
+            description.append(content.rstrip())
+    if name is None:
+        raise SQLFileError(f"{path}: the header has no `-- name:` line")
+    if name != path.stem:
+        raise SQLFileError(f"{path}: `-- name: {name}` must be the file's name ({path.stem})")
+    if not SNAKE.match(name):
+        raise SQLFileError(f"{path}: {name!r} is not snake_case")
+    for key, values in lists.items():
+        if not values:
+            raise SQLFileError(f"{path}: the header has no `-- {key}:` line (say `none` if there is none)")
+    while description and not description[-1]:
+        description.pop()
+    if not description:
+        raise SQLFileError(f"{path}: the header says nothing about the statement")
+
+    body = [line.rstrip() for line in lines]
+    while body and not body[0]:
+        body.pop(0)
+    while body and not body[-1]:
+        body.pop()
+    if not body:
+        raise SQLFileError(f"{path}: no statement after the header")
+    text = "\n".join(body)
+    if any(line.startswith("--") and line[2:].lstrip().startswith(("params:", "returns:", "name:"))
+           for line in body):
+        raise SQLFileError(f"{path}: a header line after the statement started")
+    if text.endswith(";") or any(line.endswith(";") for line in body):
+        raise SQLFileError(f"{path}: one statement per file, without a closing semicolon")
+    if '"""#' in text or "\\#" in text:
+        raise SQLFileError(f"{path}: the statement cannot be written as a Swift raw string literal")
+
+    parameters = parse_fields(path, "params", lists["params"])
+    columns = parse_fields(path, "returns", lists["returns"])
+    used = sorted({int(n) for n in PLACEHOLDER.findall(text)})
+    if used != list(range(1, len(parameters) + 1)):
+        raise SQLFileError(
+            f"{path}: the statement uses {['$%d' % n for n in used] or 'no parameters'}, "
+            f"the header declares {len(parameters)}")
+    return Statement(name, description, parameters, columns, text)
+
+
+def swift_string(value):
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def wrapped(prefix, items, suffix, indent):
+    """`prefix[a, b]suffix` on one line if it fits, else broken the way swift-format breaks it."""
+    one_line = f"{prefix}[{', '.join(items)}]{suffix}"
+    if len(one_line) <= LINE_LENGTH or not items:
+        return [one_line]
+    out = [f"{prefix}["]
+    inner = " " * (indent + 2)
+    line = ""
+    for item in items:
+        candidate = f"{line} {item}," if line else f"{inner}{item},"
+        if line and len(candidate) > LINE_LENGTH:
+            out.append(line)
+            candidate = f"{inner}{item},"
+        line = candidate
+    out.append(line)
+    out.append(" " * indent + "]" + suffix)
+    return out
+
+
+def render(statements):
+    out = [
+        "// Generated by scripts/gen-sql.py from Sources/Queue/SQL/*.sql: do not edit. Edit the .sql file",
+        "// and run `make sql` (or scripts/gen-sql.py); SQLFilesTests fail while this file is stale.",
+        "",
+        "/// Every statement thumbd runs, one per Sources/Queue/SQL/<name>.sql file.",
+        "public enum SQL {",
+    ]
+    for index, statement in enumerate(statements):
+        if index:
+            out.append("")
+        for line in statement.description:
+            out.append(f"  /// {line}".rstrip())
+        out.append(f"  public static let {statement.swift_name} = SQLStatement(")
+        out.append(f"    name: {swift_string(statement.name)},")
+        out.append('    text: #"""')
+        out.extend(f"      {line}" if line else "" for line in statement.text.split("\n"))
+        out.append('      """#,')
+        arrays = [
+            ("parameters", [swift_string(n) for n, _ in statement.parameters]),
+            ("parameterTypes", [swift_string(t) for _, t in statement.parameters]),
+            ("columns", [swift_string(n) for n, _ in statement.columns]),
+            ("columnTypes", [swift_string(t) for _, t in statement.columns]),
+        ]
+        for position, (label, items) in enumerate(arrays):
+            suffix = ")" if position == len(arrays) - 1 else ","
+            out.extend(wrapped(f"    {label}: ", items, suffix, 4))
+    out.append("")
+    out.append("  /// All of them, in file name order.")
+    out.extend(wrapped("  public static let all: [SQLStatement] = ", [s.swift_name for s in statements], "", 2))
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Generate Statements.swift from Sources/Queue/SQL/*.sql.")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the generated file is stale")
+    args = parser.parse_args()
+
+    files = sorted(p for p in SQL_DIR.glob("*.sql") if p.name != SNAPSHOT)
+    try:
+        statements = [parse(p) for p in files]
+    except SQLFileError as error:
+        print(f"gen-sql: {error}", file=sys.stderr)
+        return 2
+    if not statements:
+        print(f"gen-sql: no .sql files in {SQL_DIR}", file=sys.stderr)
+        return 2
+    generated = render(statements)
+    relative = OUTPUT.relative_to(ROOT)
+    if args.check:
+        current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else None
+        if current != generated:
+            print(f"gen-sql: {relative} is stale: run scripts/gen-sql.py (or make sql) and commit it",
+                  file=sys.stderr)
+            return 1
+        return 0
+    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+    if not OUTPUT.exists() or OUTPUT.read_text(encoding="utf-8") != generated:
+        OUTPUT.write_text(generated, encoding="utf-8")
+        print(f"gen-sql: wrote {relative} ({len(statements)} statements)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
