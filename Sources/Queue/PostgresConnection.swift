@@ -84,6 +84,23 @@ public final class PostgresConnection: @unchecked Sendable {
     }
   }
 
+  /// What the server makes of a statement without running it: the types it infers for `$1`, `$2`, ...
+  /// and the result's columns (name and type OIDs). Prepared as the unnamed statement, which the next
+  /// unprepared query replaces, so nothing is left behind on the connection.
+  public func describe(_ sql: String) throws(PostgresError) -> StatementDescription {
+    try locked { () throws(PostgresError) -> StatementDescription in
+      let conn = try liveConnection()
+      _ = try consume(PQprepare(conn, "", sql, 0, nil), conn)
+      let result = try checked(PQdescribePrepared(conn, ""), conn)
+      defer { PQclear(result) }
+      let columnCount = PQnfields(result)
+      return StatementDescription(
+        parameterTypes: (0..<PQnparams(result)).map { PQparamtype(result, $0) },
+        columns: (0..<columnCount).map { String(cString: PQfname(result, $0)) },
+        columnTypes: (0..<columnCount).map { PQftype(result, $0) })
+    }
+  }
+
   /// A name derived from the text (FNV-1a), so each distinct statement is prepared once per connection.
   static func statementName(_ sql: String) -> String {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -161,6 +178,16 @@ public final class PostgresConnection: @unchecked Sendable {
     let affected = Int(String(cString: PQcmdTuples(result))) ?? rowCount
     return QueryResult(columns: columns, rows: rows, affectedRows: affected)
   }
+}
+
+/// A prepared statement as the server describes it (`PostgresConnection.describe`). Types are OIDs
+/// (`pg_type.oid`).
+public struct StatementDescription: Sendable, Equatable {
+  public var parameterTypes: [UInt32]
+  public var columns: [String]
+  public var columnTypes: [UInt32]
+
+  public var parameterCount: Int { parameterTypes.count }
 }
 
 /// Opens a libpq connection with our defaults (connect timeout, TCP keepalives, application name); the

@@ -2,6 +2,74 @@ import Foundation
 import Queue
 import Testing
 
+/// The statements of Sources/Queue/SQL against the schema the migrations make: each is prepared and
+/// described by the server, and what it takes and returns must be what its header declares. A migration
+/// that renames a column a statement reads, or changes a type it binds, fails here, not in a worker.
+@Suite(.serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)))
+struct SQLStatementTests {
+  @Test func everyStatementTakesAndReturnsWhatItsHeaderDeclares() throws {
+    let database = try TestDatabase.create()
+    let connection = try PostgresConnection(conninfo: database)
+    defer { connection.close() }
+    for statement in SQL.all {
+      let described: StatementDescription
+      do {
+        described = try connection.describe(statement.text)
+      } catch {
+        Issue.record("\(statement.name).sql does not prepare: \(error)")
+        continue
+      }
+      #expect(
+        described.parameterCount == statement.parameters.count,
+        "\(statement.name).sql: the server sees \(described.parameterCount) parameters, the header declares \(statement.parameters.count)"
+      )
+      #expect(
+        described.columns == statement.columns,
+        "\(statement.name).sql returns \(described.columns), the header declares \(statement.columns)")
+      let parameterTypes = try typeNames(described.parameterTypes, on: connection)
+      let declaredParameterTypes = try typeNames(statement.parameterTypes, on: connection)
+      #expect(
+        parameterTypes == declaredParameterTypes,
+        "\(statement.name).sql: the server binds \(parameterTypes), the header declares \(declaredParameterTypes)"
+      )
+      let columnTypes = try typeNames(described.columnTypes, on: connection)
+      let declaredColumnTypes = try typeNames(statement.columnTypes, on: connection)
+      #expect(
+        columnTypes == declaredColumnTypes,
+        "\(statement.name).sql: the columns are \(columnTypes), the header declares \(declaredColumnTypes)")
+    }
+  }
+
+  @Test func describeReportsWhatTheServerInfers() throws {
+    let database = try TestDatabase.create()
+    let connection = try PostgresConnection(conninfo: database)
+    defer { connection.close() }
+    let described = try connection.describe("SELECT id, source_url AS url FROM thumbs.jobs WHERE id = $1")
+    #expect(described.columns == ["id", "url"])
+    #expect(try typeNames(described.parameterTypes, on: connection) == ["bigint"])
+    #expect(try typeNames(described.columnTypes, on: connection) == ["bigint", "text"])
+    #expect(throws: PostgresError.self) { try connection.describe("SELECT nope FROM thumbs.jobs") }
+    // The connection is still usable after a statement that did not prepare.
+    #expect(try connection.query("SELECT 1 AS one").namedRows.first?.int("one") == 1)
+  }
+
+  /// Declared type names (anything regtype reads: `int`, `float8`, `uuid[]`) and OIDs alike, as
+  /// PostgreSQL spells them (`integer`, `double precision`, `uuid[]`), so the two compare.
+  private func typeNames(_ declared: [String], on connection: PostgresConnection) throws -> [String] {
+    try connection.query(
+      "SELECT format_type(t::regtype, NULL) AS type FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n",
+      [PostgresArray.literal(declared)]
+    ).namedRows.map { try $0.string("type") }
+  }
+
+  private func typeNames(_ oids: [UInt32], on connection: PostgresConnection) throws -> [String] {
+    try connection.query(
+      "SELECT format_type(t, NULL) AS type FROM unnest($1::oid[]) WITH ORDINALITY AS u(t, n) ORDER BY n",
+      [PostgresArray.literal(oids.map(Int.init))]
+    ).namedRows.map { try $0.string("type") }
+  }
+}
+
 /// The .sql files and the Swift generated from them, without a database.
 @Suite struct SQLFilesTests {
   @Test func generatedSwiftIsUpToDate() throws {
