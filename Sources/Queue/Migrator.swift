@@ -3,6 +3,9 @@ public import Foundation
 /// Applies `migrations/NNNN_name.sql` in order. Each file runs in its own transaction together with the
 /// row that records it, so a failed migration leaves nothing behind. A session advisory lock serialises
 /// concurrent `thumbd migrate` runs (a fleet starting at once): the second waits, then finds nothing to do.
+///
+/// A .sql file in the folder that is not named NNNN_name.sql is refused, never run: the schema snapshot
+/// (Sources/Queue/SQL/schema.sql) and the statements next to it are not migrations.
 public struct Migrator: Sendable {
   public struct Migration: Sendable, Equatable {
     public var version: String

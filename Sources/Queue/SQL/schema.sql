@@ -1,0 +1,348 @@
+-- The thumbs schema after all migrations: written by scripts/dump-schema.sh, checked by
+-- SchemaSnapshotTests. Not a migration, and never applied.
+
+CREATE SCHEMA thumbs;
+
+CREATE FUNCTION thumbs.append_attempt(log jsonb, entry jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  SELECT CASE WHEN jsonb_array_length(log) >= 10 THEN (log - 0) || jsonb_build_array(entry)
+              ELSE log || jsonb_build_array(entry) END;
+$$;
+
+CREATE FUNCTION thumbs.cancel(job_id bigint) RETURNS boolean
+    LANGUAGE sql
+    AS $$
+  WITH cancelled AS (
+    UPDATE thumbs.jobs j
+       SET state = 'cancelled', finished_at = now(), lease_token = NULL, lease_expires_at = NULL
+     WHERE j.id = cancel.job_id AND j.state IN ('queued', 'running')
+    RETURNING 1)
+  SELECT count(*) > 0 FROM cancelled;
+$$;
+
+CREATE FUNCTION thumbs.enqueue(source_url text, profile text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), metadata jsonb DEFAULT '{}'::jsonb) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  job_id bigint;
+BEGIN
+  IF source_url IS NULL OR source_url = '' THEN
+    RAISE EXCEPTION 'thumbs.enqueue: source_url must not be empty' USING ERRCODE = '22023';
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM thumbs.profiles p WHERE p.name = enqueue.profile) THEN
+    RAISE EXCEPTION 'thumbs.enqueue: no profile named %', enqueue.profile USING ERRCODE = '22023';
+  END IF;
+  LOOP
+    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, run_at, metadata)
+    VALUES (enqueue.source_url, enqueue.profile, coalesce(enqueue.priority, 0),
+            coalesce(enqueue.run_at, now()), coalesce(enqueue.metadata, '{}'))
+    ON CONFLICT (source_url, profile) WHERE state IN ('queued', 'running') DO NOTHING
+    RETURNING j.id INTO job_id;
+    IF job_id IS NOT NULL THEN
+      PERFORM 1 FROM thumbs.jobs o
+       WHERE o.source_url = enqueue.source_url AND o.state IN ('queued', 'running') AND o.id <> job_id
+       LIMIT 1;
+      IF FOUND THEN
+        UPDATE thumbs.jobs m SET shares_source = true
+         WHERE m.id IN (SELECT o.id FROM thumbs.jobs o
+                         WHERE o.source_url = enqueue.source_url AND o.state = 'queued'
+                           AND NOT o.shares_source
+                           FOR UPDATE SKIP LOCKED);
+      END IF;
+      IF coalesce(enqueue.run_at, now()) <= now() THEN
+        PERFORM pg_notify('thumbs_jobs', '');
+      END IF;
+      RETURN job_id;
+    END IF;
+    SELECT j.id INTO job_id FROM thumbs.jobs j
+     WHERE j.source_url = enqueue.source_url AND j.profile = enqueue.profile
+       AND j.state IN ('queued', 'running');
+    IF job_id IS NOT NULL THEN
+      RETURN job_id;
+    END IF;
+    -- The live job finished between our insert and our read: try again.
+  END LOOP;
+END;
+$$;
+
+CREATE FUNCTION thumbs.expire_workers() RETURNS integer
+    LANGUAGE sql
+    AS $$
+  WITH gone AS (
+    DELETE FROM thumbs.workers
+     WHERE last_heartbeat_at < now() - greatest(lease_ttl * 3, interval '1 minute')
+    RETURNING 1)
+  SELECT count(*)::int FROM gone;
+$$;
+
+CREATE FUNCTION thumbs.prune(older_than interval DEFAULT '7 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer
+    LANGUAGE sql
+    AS $$
+  WITH doomed AS (
+    SELECT id FROM thumbs.jobs
+     WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < now() - older_than
+     ORDER BY finished_at
+     LIMIT batch_size
+     FOR UPDATE SKIP LOCKED),
+  deleted AS (
+    DELETE FROM thumbs.jobs j USING doomed WHERE j.id = doomed.id RETURNING 1)
+  SELECT count(*)::int FROM deleted;
+$$;
+
+CREATE FUNCTION thumbs.prune_originals(older_than interval DEFAULT '7 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer
+    LANGUAGE sql
+    AS $$
+  WITH doomed AS (
+    SELECT url FROM thumbs.originals
+     WHERE checked_at < now() - older_than
+     ORDER BY checked_at
+     LIMIT batch_size
+     FOR UPDATE SKIP LOCKED),
+  deleted AS (
+    DELETE FROM thumbs.originals o USING doomed WHERE o.url = doomed.url RETURNING 1)
+  SELECT count(*)::int FROM deleted;
+$$;
+
+CREATE FUNCTION thumbs.retry(job_id bigint) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+BEGIN
+  UPDATE thumbs.jobs j
+     SET state = 'queued', attempts = 0, run_at = now(), error_code = NULL, last_error = NULL,
+         finished_at = NULL, started_at = NULL
+   WHERE j.id = retry.job_id AND j.state IN ('failed', 'cancelled');
+  IF FOUND THEN
+    PERFORM pg_notify('thumbs_jobs', '');
+  END IF;
+  RETURN FOUND;
+EXCEPTION WHEN unique_violation THEN
+  RETURN false;
+END;
+$$;
+
+CREATE TABLE thumbs.jobs (
+    id bigint NOT NULL,
+    source_url text NOT NULL,
+    profile text NOT NULL,
+    state text DEFAULT 'queued'::text NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    run_at timestamp with time zone DEFAULT now() NOT NULL,
+    error_code text,
+    last_error text,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    lease_token uuid,
+    lease_expires_at timestamp with time zone,
+    leased_by text,
+    attempt_log jsonb DEFAULT '[]'::jsonb NOT NULL,
+    shares_source boolean DEFAULT false NOT NULL,
+    thumbhash text,
+    CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts > 0)),
+    CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
+)
+WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_threshold='200', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
+
+COMMENT ON COLUMN thumbs.jobs.thumbhash IS 'ThumbHash of the original (base64), set when the job succeeds: a placeholder image for apps';
+
+CREATE VIEW thumbs.failed_jobs AS
+ SELECT jobs.id,
+    jobs.source_url,
+    jobs.profile,
+    jobs.error_code,
+    jobs.last_error,
+    jobs.attempts,
+    jobs.max_attempts,
+    jobs.created_at,
+    jobs.finished_at
+   FROM thumbs.jobs
+  WHERE (jobs.state = 'failed'::text)
+  ORDER BY jobs.finished_at DESC;
+
+CREATE VIEW thumbs.job_attempts AS
+ SELECT j.id AS job_id,
+    j.source_url,
+    a.attempt,
+    a.worker,
+    a.started_at,
+    a.ended_at,
+    a.outcome,
+    a.error_code,
+    a.error
+   FROM thumbs.jobs j,
+    LATERAL jsonb_to_recordset(j.attempt_log) a(attempt integer, worker text, started_at timestamp with time zone, ended_at timestamp with time zone, outcome text, error_code text, error text)
+  ORDER BY j.id, a.ended_at;
+
+ALTER TABLE thumbs.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME thumbs.jobs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE thumbs.originals (
+    url text NOT NULL,
+    bytes bigint NOT NULL,
+    sha256 text NOT NULL,
+    content_type text,
+    etag text,
+    last_modified text,
+    format text,
+    width integer,
+    height integer,
+    first_fetched_at timestamp with time zone DEFAULT now() NOT NULL,
+    fetched_at timestamp with time zone DEFAULT now() NOT NULL,
+    checked_at timestamp with time zone DEFAULT now() NOT NULL,
+    downloads bigint DEFAULT 1 NOT NULL,
+    revalidations bigint DEFAULT 0 NOT NULL,
+    fetched_by text
+);
+
+CREATE TABLE thumbs.profiles (
+    name text NOT NULL,
+    spec jsonb NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE VIEW thumbs.queue_overview AS
+ SELECT s.state,
+    count(j.id) AS jobs,
+    (now() - min(j.created_at)) AS oldest_age
+   FROM (unnest(ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text]) WITH ORDINALITY s(state, ord)
+     LEFT JOIN thumbs.jobs j ON ((j.state = s.state)))
+  GROUP BY s.state, s.ord
+  ORDER BY s.ord;
+
+CREATE TABLE thumbs.schema_migrations (
+    version text NOT NULL,
+    name text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE thumbs.workers (
+    id text NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    version text NOT NULL,
+    concurrency integer NOT NULL,
+    memory_budget bigint NOT NULL,
+    lease_ttl interval NOT NULL,
+    state text DEFAULT 'running'::text NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_heartbeat_at timestamp with time zone DEFAULT now() NOT NULL,
+    jobs_succeeded bigint DEFAULT 0 NOT NULL,
+    jobs_failed bigint DEFAULT 0 NOT NULL,
+    jobs_retried bigint DEFAULT 0 NOT NULL,
+    leases_lost bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT workers_state_check CHECK ((state = ANY (ARRAY['running'::text, 'stopping'::text])))
+);
+
+CREATE VIEW thumbs.stuck_jobs AS
+ SELECT j.id,
+    j.source_url,
+    j.profile,
+    j.attempts,
+    j.leased_by,
+    j.started_at,
+    j.lease_expires_at,
+    (now() - j.lease_expires_at) AS overdue,
+    (EXISTS ( SELECT 1
+           FROM thumbs.workers w
+          WHERE (w.id = j.leased_by))) AS worker_registered
+   FROM thumbs.jobs j
+  WHERE ((j.state = 'running'::text) AND (j.lease_expires_at < now()))
+  ORDER BY j.lease_expires_at;
+
+CREATE VIEW thumbs.throughput AS
+ WITH minutes AS (
+         SELECT generate_series((date_trunc('minute'::text, now()) - '00:59:00'::interval), date_trunc('minute'::text, now()), '00:01:00'::interval) AS minute
+        ), finished AS (
+         SELECT date_trunc('minute'::text, jobs.finished_at) AS minute,
+            jobs.state,
+            (jobs.finished_at - jobs.started_at) AS took
+           FROM thumbs.jobs
+          WHERE ((jobs.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (jobs.finished_at >= (date_trunc('minute'::text, now()) - '00:59:00'::interval)))
+        )
+ SELECT m.minute,
+    count(*) FILTER (WHERE (f.state = 'succeeded'::text)) AS succeeded,
+    count(*) FILTER (WHERE (f.state = 'failed'::text)) AS failed,
+    count(*) FILTER (WHERE (f.state = 'cancelled'::text)) AS cancelled,
+    percentile_cont((0.5)::double precision) WITHIN GROUP (ORDER BY ((EXTRACT(epoch FROM f.took))::double precision)) FILTER (WHERE (f.state = 'succeeded'::text)) AS median_seconds
+   FROM (minutes m
+     LEFT JOIN finished f ON ((f.minute = m.minute)))
+  GROUP BY m.minute
+  ORDER BY m.minute;
+
+CREATE TABLE thumbs.variants (
+    job_id bigint NOT NULL,
+    name text NOT NULL,
+    width integer NOT NULL,
+    height integer NOT NULL,
+    format text NOT NULL,
+    bytes bigint NOT NULL,
+    storage_key text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE VIEW thumbs.worker_overview AS
+ SELECT w.id,
+    w.host,
+    w.pid,
+    w.state,
+    w.version,
+    w.concurrency,
+    w.memory_budget,
+    ( SELECT count(*) AS count
+           FROM thumbs.jobs j
+          WHERE ((j.state = 'running'::text) AND (j.leased_by = w.id))) AS running,
+    w.jobs_succeeded,
+    w.jobs_failed,
+    w.jobs_retried,
+    w.leases_lost,
+    w.started_at,
+    (now() - w.last_heartbeat_at) AS heartbeat_age,
+    (w.last_heartbeat_at < (now() - w.lease_ttl)) AS stale
+   FROM thumbs.workers w
+  ORDER BY w.started_at;
+
+ALTER TABLE ONLY thumbs.jobs
+    ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY thumbs.originals
+    ADD CONSTRAINT originals_pkey PRIMARY KEY (url);
+
+ALTER TABLE ONLY thumbs.profiles
+    ADD CONSTRAINT profiles_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY thumbs.schema_migrations
+    ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY thumbs.variants
+    ADD CONSTRAINT variants_pkey PRIMARY KEY (job_id, name);
+
+ALTER TABLE ONLY thumbs.workers
+    ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
+
+CREATE INDEX jobs_finished_idx ON thumbs.jobs USING btree (finished_at, id) WHERE (state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text]));
+
+CREATE UNIQUE INDEX jobs_live_unique_idx ON thumbs.jobs USING btree (source_url, profile) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
+
+CREATE INDEX jobs_ready_idx ON thumbs.jobs USING btree (priority DESC, run_at, id) WHERE (state = 'queued'::text);
+
+CREATE INDEX jobs_running_idx ON thumbs.jobs USING btree (id) WHERE (state = 'running'::text);
+
+CREATE INDEX originals_checked_idx ON thumbs.originals USING btree (checked_at);
+
+ALTER TABLE ONLY thumbs.jobs
+    ADD CONSTRAINT jobs_profile_fkey FOREIGN KEY (profile) REFERENCES thumbs.profiles(name);
+
+ALTER TABLE ONLY thumbs.variants
+    ADD CONSTRAINT variants_job_id_fkey FOREIGN KEY (job_id) REFERENCES thumbs.jobs(id) ON DELETE CASCADE;
