@@ -82,4 +82,34 @@ public struct JobQueue: Sendable {
     }
     return id
   }
+
+  /// The live part of the queue (SQL/queue_depth.sql): cheap enough to ask every few seconds, since it
+  /// reads only the indexes of queued and running jobs, however many finished ones the table holds.
+  public func queueDepth() async throws(PostgresError) -> QueueDepth {
+    let rows = try await client.prepared(SQL.queueDepth).namedRows
+    guard let row = rows.first else {
+      throw PostgresError(kind: .query, message: "queue_depth returned no row")
+    }
+    return QueueDepth(
+      queued: try row.int("queued"), ready: try row.int("ready"), running: try row.int("running"),
+      oldestReadySeconds: try row.double("oldest_ready_seconds"))
+  }
+}
+
+/// How many jobs wait and run, for metrics and readiness.
+public struct QueueDepth: Sendable, Equatable {
+  /// Jobs in state `queued`, due or not.
+  public var queued: Int
+  /// Queued jobs that are due (`run_at` has passed): what idle workers would take now.
+  public var ready: Int
+  public var running: Int
+  /// How long the longest-waiting ready job has been due; 0 when none is.
+  public var oldestReadySeconds: Double
+
+  public init(queued: Int, ready: Int, running: Int, oldestReadySeconds: Double) {
+    self.queued = queued
+    self.ready = ready
+    self.running = running
+    self.oldestReadySeconds = oldestReadySeconds
+  }
 }

@@ -6,10 +6,24 @@ public struct PostgresClient: Sendable {
   public let connection: PostgresConnection
   public let pool: BlockingPool
 
-  public init(conninfo: String, pool: BlockingPool) async throws(PostgresError) {
-    self.connection = try await pool.run { () throws(PostgresError) in
-      try PostgresConnection(conninfo: conninfo)
+  /// `connectNow` (the default) connects at once, on the pool, and fails if it cannot. Without it the
+  /// client connects at its first statement (see `PostgresConnection.init(conninfo:connectNow:)`) and
+  /// this never fails.
+  public init(conninfo: String, pool: BlockingPool, connectNow: Bool = true) async throws(PostgresError) {
+    if connectNow {
+      self.connection = try await pool.run { () throws(PostgresError) in
+        try PostgresConnection(conninfo: conninfo)
+      }
+    } else {
+      self.connection = PostgresConnection(connectingLaterTo: conninfo)
     }
+    self.pool = pool
+  }
+
+  /// Connects at the first statement, like `connectNow: false`, but needs neither `try` nor `await`: for
+  /// a worker that starts while the database is down.
+  public init(connectingLaterTo conninfo: String, pool: BlockingPool) {
+    self.connection = PostgresConnection(connectingLaterTo: conninfo)
     self.pool = pool
   }
 

@@ -13,10 +13,17 @@ public final class PostgresConnection: @unchecked Sendable {
   private var preparedNames: Set<String> = []
   private let lock = NSLock()
 
-  /// Connects now, so a bad DATABASE_URL is reported at start-up rather than at the first job.
-  public init(conninfo: String) throws(PostgresError) {
+  /// `connectNow` (the default) connects at once, so a bad DATABASE_URL is reported at start-up rather
+  /// than at the first job. Without it the init never fails: the first statement connects, as any
+  /// statement reconnects a broken connection, so a process can start while the database is down.
+  public init(conninfo: String, connectNow: Bool = true) throws(PostgresError) {
     self.conninfo = conninfo
-    try locked { () throws(PostgresError) in try connectLocked() }
+    if connectNow { try locked { () throws(PostgresError) in try connectLocked() } }
+  }
+
+  /// Connects at the first statement (`init(conninfo:connectNow: false)`, without the `try`).
+  public init(connectingLaterTo conninfo: String) {
+    self.conninfo = conninfo
   }
 
   deinit {

@@ -404,6 +404,33 @@ public enum SQL {
     columns: ["deleted"],
     columnTypes: ["int"])
 
+  /// The live part of the queue, for metrics and readiness: jobs queued, of those the ones due now
+  /// (ready), jobs running, and how long the oldest ready job has been due (0 when none is).
+  ///
+  /// It runs every few seconds on every worker, while thumbs.jobs may hold millions of finished rows
+  /// until retention deletes them. So it reads only the partial indexes of the live states: one scan of
+  /// jobs_ready_idx (state = 'queued', which holds run_at) gives queued, ready and the oldest run_at, and
+  /// jobs_running_idx (state = 'running') gives running. Finished jobs are not counted: that would read
+  /// every finished row (thumbs.queue_overview does, for people who ask).
+  public static let queueDepth = SQLStatement(
+    name: "queue_depth",
+    text: #"""
+      WITH queued AS (
+        SELECT count(*) AS queued,
+               count(*) FILTER (WHERE run_at <= now()) AS ready,
+               min(run_at) FILTER (WHERE run_at <= now()) AS oldest_ready
+          FROM thumbs.jobs
+         WHERE state = 'queued')
+      SELECT q.queued, q.ready,
+             (SELECT count(*) FROM thumbs.jobs WHERE state = 'running') AS running,
+             coalesce(extract(epoch FROM now() - q.oldest_ready), 0)::float8 AS oldest_ready_seconds
+        FROM queued q
+      """#,
+    parameters: [],
+    parameterTypes: [],
+    columns: ["queued", "ready", "running", "oldest_ready_seconds"],
+    columnTypes: ["bigint", "bigint", "bigint", "float8"])
+
   /// Records a migration as applied, inside the transaction that applies it.
   public static let recordMigration = SQLStatement(
     name: "record_migration",
@@ -535,7 +562,7 @@ public enum SQL {
     announceWorker, appliedMigrations, benchAnalyzeJobs, benchDeleteJobs, benchDeleteWorkers, benchInsertJobs,
     benchLiveJobs, benchSucceededJobs, benchVacuumJobs, completeJobs, createMigrationsTable,
     createThumbsSchema, enqueueJob, expireWorkers, failJobs, handBackJobs, heartbeatJobs, leaseJobs,
-    listenJobs, lockMigrations, pruneJobs, pruneOriginals, recordMigration, recordOriginal, rescueExpiredJobs,
-    statusQueue, statusWorkers, unlockMigrations, withdrawWorker,
+    listenJobs, lockMigrations, pruneJobs, pruneOriginals, queueDepth, recordMigration, recordOriginal,
+    rescueExpiredJobs, statusQueue, statusWorkers, unlockMigrations, withdrawWorker,
   ]
 }
