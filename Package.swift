@@ -24,7 +24,12 @@ let package = Package(
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-    .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+    .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+    .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+    .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+    .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
   ],
   targets: [
     // One target per C library. System libraries are found through pkg-config.
@@ -55,6 +60,8 @@ let package = Package(
     .target(
       name: "Queue",
       dependencies: ["ThumbCore", "Blocking", "CLibPQ", .product(name: "Logging", package: "swift-log")],
+      // The statements' source: compiled into Generated/Statements.swift by scripts/gen-sql.py.
+      exclude: ["SQL"],
       swiftSettings: strict),
     .target(
       name: "Fetch",
@@ -66,6 +73,12 @@ let package = Package(
       dependencies: [
         "ThumbCore", "Blocking", "Imaging", "Queue", "Fetch", "Storage",
         .product(name: "Logging", package: "swift-log"),
+        .product(name: "Metrics", package: "swift-metrics"),
+        .product(name: "Prometheus", package: "swift-prometheus"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "Yams", package: "Yams"),
       ],
       swiftSettings: strict),
     .executableTarget(
@@ -89,6 +102,8 @@ let package = Package(
       // The C libraries directly too: the tests write PNG, WebP, CMYK JPEG and ICC profiles of their own.
       dependencies: ["Imaging", "ThumbCore", "TestSupport", "CSpng", "CWebP", "CLCMS2", "CTurboJPEG"],
       swiftSettings: strict),
+    // The worker's pieces that need no server: the options model, the log formats.
+    .testTarget(name: "WorkerTests", dependencies: ["Worker"], swiftSettings: strict),
     .testTarget(
       name: "IntegrationTests",
       dependencies: [

@@ -101,7 +101,7 @@ worker_log="$demo/worker.log"
 start=$(date +%s.%N)
 worker_status=0
 "$bin" worker --drain --concurrency 2 --storage "file://$demo/thumbnails" \
-  --allow-hosts 127.0.0.1 >"$worker_log" 2>&1 || worker_status=$?
+  --allow-hosts 127.0.0.1 --http-address 127.0.0.1:0 >"$worker_log" 2>&1 || worker_status=$?
 end=$(date +%s.%N)
 elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
 if [ "$worker_status" -ne 0 ]; then

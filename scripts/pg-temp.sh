@@ -4,12 +4,14 @@
 #
 #   scripts/pg-temp.sh start DIR   -> prints postgresql://postgres@127.0.0.1:PORT/thumbd (also in DIR/url)
 #   scripts/pg-temp.sh stop DIR    -> stops it and deletes DIR
+#   scripts/pg-temp.sh pause DIR   -> stops the server, keeping its data (a database outage)
+#   scripts/pg-temp.sh resume DIR  -> starts it again on the same port
 #
 # DIR's parent directories must be searchable by the postgres user when run as root
 # (a directory from `mktemp -d` under /tmp is fine; /root is not).
 set -euo pipefail
 
-usage() { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+usage() { echo "usage: $0 start|stop|pause|resume DIR" >&2; exit 2; }
 [ $# -eq 2 ] || usage
 cmd=$1
 dir=$2
@@ -115,8 +117,22 @@ stop() {
   rm -rf "$dir"
 }
 
+pause() {
+  as_owner "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w -t 30 -s stop >/dev/null
+}
+
+resume() {
+  local port
+  port=$(sed -E 's|.*:([0-9]+)/.*|\1|' "$dir/url")
+  as_owner "$(pg_bin)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 -s start \
+    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir \
+-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" >/dev/null
+}
+
 case $cmd in
   start) start ;;
   stop) stop ;;
+  pause) pause ;;
+  resume) resume ;;
   *) usage ;;
 esac

@@ -34,6 +34,8 @@ final class TransferState: @unchecked Sendable {
   var body: [UInt8] = []
   /// Times the transfer paused because the memory budget had no room for its next bytes.
   var memoryPauses = 0
+  /// The thread running this transfer, which resumes it when memory comes back (set before it starts).
+  var multi: CurlMulti?
   var overLimit = false
   var blockedAddress: String?
   // Headers of the last response (a redirect's headers are forgotten when the next response starts).
@@ -137,7 +139,10 @@ let writeBody: thumbd_curl_data_callback = { data, size, count, userdata in
       // Counted before it is allocated. Refused: curl keeps this chunk, stops reading the socket, and
       // delivers the chunk again once CurlMulti is asked to resume the transfer.
       let transfer = UInt(bitPattern: state.handle)
-      guard reservation.take(target - reservation.bytes, orWake: { CurlMulti.shared.resume(transfer) }) else {
+      guard
+        reservation.take(
+          target - reservation.bytes, orWake: { [multi = state.multi] in multi?.resume(transfer) })
+      else {
         state.memoryPauses += 1
         return thumbd_curl_writefunc_pause()
       }

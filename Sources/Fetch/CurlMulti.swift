@@ -11,18 +11,23 @@ import Synchronization
 /// new TCP and TLS handshake. curl's callbacks (body, headers, address guard) run on this thread, so they
 /// must stay short: they copy bytes and check flags, nothing more.
 ///
-/// The loop and its multi handle live as long as the process (`shared`); they are never torn down.
-final class CurlMulti: Sendable {
-  static let shared = CurlMulti(maxConnections: 256)
+/// A worker owns one and shuts it down last, once no job can start a transfer any more (the Worker's
+/// service group); `shared` serves everything else (the `thumbnail` command, tests) and lives as long as
+/// the process.
+public final class CurlMulti: Sendable {
+  public static let shared = CurlMulti(maxConnections: 256)
 
   /// The multi handle. Only the loop thread calls curl on it, except curl_multi_wakeup, which libcurl
   /// documents as safe from any thread.
   private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
-  private let inbox = Mutex<[Transfer]>([])
+  /// Transfers to add, and whether the loop still takes them (false once shut down).
+  private let inbox = Mutex<(transfers: [Transfer], open: Bool)>(([], true))
+  /// Resumed by the loop thread when it has ended every transfer and freed the multi handle.
+  private let ended = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
   /// Transfers paused for memory to resume, by handle address.
   private let resumptions = Mutex<[UInt]>([])
 
-  private init(maxConnections: Int) {
+  public init(maxConnections: Int = 256) {
     precondition(CurlGlobal.initialised, "curl_global_init failed")
     multi = curl_multi_init()
     // Bounds open sockets across all origins; transfers beyond it wait in curl's own queue.
@@ -39,8 +44,12 @@ final class CurlMulti: Sendable {
     await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
         transfer.finished = continuation
-        inbox.withLock { $0.append(transfer) }
-        curl_multi_wakeup(multi)
+        transfer.state.multi = self
+        let accepted = inbox.withLock { inbox in
+          if inbox.open { inbox.transfers.append(transfer) }
+          return inbox.open
+        }
+        if accepted { curl_multi_wakeup(multi) } else { transfer.finish(CURLE_ABORTED_BY_CALLBACK) }
       }
     } onCancel: {
       transfer.state.cancellation.cancel()
@@ -55,12 +64,43 @@ final class CurlMulti: Sendable {
     curl_multi_wakeup(multi)
   }
 
+  /// Ends the loop: transfers still running end as aborted, later ones are refused at once. Returns
+  /// when the thread has let go of the multi handle.
+  public func shutdown() async {
+    inbox.withLock { $0.open = false }
+    curl_multi_wakeup(multi)
+    await withCheckedContinuation { continuation in
+      let done = ended.withLock { ended in
+        if !ended.done { ended.waiters.append(continuation) }
+        return ended.done
+      }
+      if done { continuation.resume() }
+    }
+  }
+
   private func loop() {
     var active: [UnsafeMutableRawPointer: Transfer] = [:]
     while true {
-      for transfer in inbox.withLock({ inbox in
-        defer { inbox.removeAll() }; return inbox
-      }) {
+      let (arrived, open) = inbox.withLock { inbox in
+        defer { inbox.transfers.removeAll() }
+        return (inbox.transfers, inbox.open)
+      }
+      guard open else {
+        for (handle, transfer) in active {
+          curl_multi_remove_handle(multi, handle)
+          transfer.finish(CURLE_ABORTED_BY_CALLBACK)
+        }
+        arrived.forEach { $0.finish(CURLE_ABORTED_BY_CALLBACK) }
+        curl_multi_cleanup(multi)
+        let waiters = ended.withLock { ended in
+          ended.done = true
+          defer { ended.waiters = [] }
+          return ended.waiters
+        }
+        waiters.forEach { $0.resume() }
+        return
+      }
+      for transfer in arrived {
         if transfer.state.cancellation.isCancelled {
           transfer.finish(CURLE_ABORTED_BY_CALLBACK)
         } else if curl_multi_add_handle(multi, transfer.easy.handle) == CURLM_OK {

@@ -65,18 +65,24 @@ public enum FetchResult: Sendable {
   case notModified(Validators)
 }
 
-/// Downloads originals under limits and the address guard. All transfers of the process share one
-/// CurlMulti thread and its connection cache.
+/// Downloads originals under limits and the address guard. Its transfers run on one CurlMulti thread and
+/// share its connection cache.
 public struct Fetcher: Sendable {
   public var limits: FetchLimits
   public var addressGuard: AddressGuard
   /// What bodies are counted against as they arrive (nil: nothing; only `limits.maxBytes` bounds them).
   public var memory: (any DownloadMemory)?
+  /// The transfer thread (a worker's own; `shared` otherwise).
+  public var multi: CurlMulti
 
-  public init(limits: FetchLimits, addressGuard: AddressGuard, memory: (any DownloadMemory)? = nil) {
+  public init(
+    limits: FetchLimits, addressGuard: AddressGuard, memory: (any DownloadMemory)? = nil,
+    multi: CurlMulti = .shared
+  ) {
     self.limits = limits
     self.addressGuard = addressGuard
     self.memory = memory
+    self.multi = multi
   }
 
   /// Fetches `url`, retrying transient failures (connection errors, timeouts, 5xx, 408, 429) with backoff
@@ -102,7 +108,7 @@ public struct Fetcher: Sendable {
       let transfer = try Transfer(
         url: url, validators: validators, limits: limits, addressGuard: addressGuard, timeout: secondsLeft,
         cancellation: cancellation, memory: memory)
-      let code = await CurlMulti.shared.perform(transfer)
+      let code = await multi.perform(transfer)
       if Task.isCancelled { cancellation.cancel() }
       let failure: TransferFailure
       switch transfer.outcome(code, url: url, limits: limits) {

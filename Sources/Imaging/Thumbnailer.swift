@@ -22,6 +22,26 @@ public struct SourceInfo: Sendable {
   public var hasAlpha: Bool
   /// The original's ThumbHash, base64: a placeholder apps show while a thumbnail loads.
   public var thumbHash: String
+  /// Where the render's time went, in seconds.
+  public var timings = StageTimings()
+}
+
+/// Seconds spent decoding, resampling and encoding (conversion to sRGB and the ThumbHash count as
+/// encoding: they are the output stage).
+public struct StageTimings: Sendable, Equatable {
+  public var decode = 0.0
+  public var resize = 0.0
+  public var encode = 0.0
+
+  public init() {}
+}
+
+extension ContinuousClock.Instant {
+  /// Seconds from this instant to now.
+  fileprivate var secondsSince: Double {
+    let elapsed = duration(to: .now)
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+  }
 }
 
 public struct Thumbnailer: Sendable {
@@ -77,6 +97,8 @@ public struct Thumbnailer: Sendable {
   public func render(
     _ data: [UInt8], variants: [VariantSpec], economical: Bool = false
   ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
+    var timings = StageTimings()
+    var mark = ContinuousClock.now
     let decoder = try SourceDecoders.make(data, maxPixels: maxPixels)
     let header = decoder.header
     let upright = header.uprightSize
@@ -90,6 +112,7 @@ public struct Thumbnailer: Sendable {
     let decoded = try decoder.decode(
       requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants),
       margin: economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin)
+    timings.decode = mark.secondsSince
     let output = OutputStage(header: header, model: decoded.image.model)
     let orientation = header.orientation
     let steps = RenderPlanner.steps(
@@ -106,11 +129,15 @@ public struct Thumbnailer: Sendable {
       let spec = all[step.variant]
       let format = spec.format.resolved(sourceHasAlpha: header.hasAlpha)
       let direct = !isHash && output.encodesPlanes(format)
+      mark = .now
       let image = Resampler.resample(
         source, region: region, to: size,
         outputSubsampling: direct
           ? output.planeSubsampling(spec.subsampling) : Array(repeating: .none, count: source.planes.count),
         chromaShift: direct ? orientation.chromaShift(storedOutput: size) : (0, 0))
+      timings.resize += mark.secondsSince
+      mark = .now
+      defer { timings.encode += mark.secondsSince }
       if isHash {
         thumbHash = output.thumbHash(of: image, orientation: orientation)
       } else {
@@ -125,7 +152,7 @@ public struct Thumbnailer: Sendable {
     let info = SourceInfo(
       format: header.format, size: upright, orientation: orientation,
       decodeDenominator: decoded.denominator,
-      reduction: decoded.reduction, hasAlpha: header.hasAlpha, thumbHash: thumbHash)
+      reduction: decoded.reduction, hasAlpha: header.hasAlpha, thumbHash: thumbHash, timings: timings)
     return (info, rendered.compactMap { $0 })
   }
 }

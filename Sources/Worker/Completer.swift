@@ -1,5 +1,6 @@
 import Logging
 import Queue
+import ServiceLifecycle
 import Synchronization
 import ThumbCore
 
@@ -9,7 +10,10 @@ import ThumbCore
 /// outcomes that arrive while that write is in flight go together in the next one. Under load a batch
 /// holds everything that finished during one round trip, so the database work per job shrinks as load
 /// grows; at rest each outcome is written alone and immediately.
-final class Completer: Sendable {
+///
+/// A service of the worker's group that stops after the producer: it writes every outcome (and hand-back)
+/// the producer gave it before the keeper, which stops next, withdraws the worker.
+final class Completer: Service, Sendable {
   private struct Pending {
     var job: LeasedJob
     var outcome: JobOutcome
@@ -46,6 +50,14 @@ final class Completer: Sendable {
         return true
       }
       if startWriter { Task { await self.writeUntilEmpty() } }
+    }
+  }
+
+  /// Runs until the group stops, then until every outcome it was given is written.
+  func run() async throws {
+    try? await gracefulShutdown()
+    while state.withLock({ !$0.pending.isEmpty || $0.writing }) {
+      try? await Task.sleep(for: .milliseconds(10))
     }
   }
 

@@ -17,18 +17,22 @@ public struct JobProcessor: Sendable {
   let memory: AdmissionGate?
   /// One decode for the jobs here that need the same original at once (several profiles of a photo).
   let renders = SharedRenders()
+  /// Where stage times go (nil: not recorded).
+  let metrics: WorkerMetrics?
 
   public init(
     originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool
   ) {
-    self.init(originals: originals, thumbnailer: thumbnailer, store: store, pool: pool, memory: nil)
+    self.init(
+      originals: originals, thumbnailer: thumbnailer, store: store, pool: pool, memory: nil, metrics: nil)
   }
 
   init(
     originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool,
-    memory: AdmissionGate?
+    memory: AdmissionGate?, metrics: WorkerMetrics?
   ) {
     self.memory = memory
+    self.metrics = metrics
     self.originals = originals
     self.thumbnailer = thumbnailer
     self.store = store
@@ -78,6 +82,8 @@ public struct JobProcessor: Sendable {
       }
     }
     let store = self.store
+    let storing = ContinuousClock.now
+    defer { metrics?.stage(.store, seconds: WorkerMetrics.seconds(storing.duration(to: .now))) }
     return try await pool.run { () throws(JobError) -> JobResult in
       let records = try rendered.map { (variant) throws(JobError) -> VariantRecord in
         let key = StorageKey.contentAddressed(variant.data, fileExtension: variant.format.fileExtension)
@@ -101,7 +107,9 @@ public struct JobProcessor: Sendable {
 
   /// Fetches the original at `url`, decodes it once and renders `variants`, under the memory budget.
   private func render(_ url: String, _ variants: [VariantSpec]) async throws(JobError) -> RenderOutcome {
+    let fetching = ContinuousClock.now
     let (original, _) = try await originals.original(for: url)
+    metrics?.stage(.fetch, seconds: WorkerMetrics.seconds(fetching.duration(to: .now)))
     // The original's bytes are already counted (its MemoryHold), for as long as `original` lives: keep
     // it alive until the render is done, and reserve only the rest of the cost.
     defer { withExtendedLifetime(original) {} }
@@ -138,10 +146,15 @@ public struct JobProcessor: Sendable {
     }
     defer { if let memory, cost > 0 { memory.release(weight) } }
     let route = economical
-    return .rendered(
-      try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
-        try thumbnailer.render(bytes, variants: variants, economical: route)
-      })
+    let rendered = try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
+      try thumbnailer.render(bytes, variants: variants, economical: route)
+    }
+    if let metrics {
+      metrics.stage(.decode, seconds: rendered.info.timings.decode)
+      metrics.stage(.resize, seconds: rendered.info.timings.resize)
+      metrics.stage(.encode, seconds: rendered.info.timings.encode)
+    }
+    return .rendered(rendered)
   }
 }
 

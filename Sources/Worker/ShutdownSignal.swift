@@ -6,14 +6,23 @@ import Synchronization
 public final class ShutdownSignal: Sendable {
   private let requested = Atomic<Bool>(false)
   private let observers = Mutex<[WakeSignal]>([])
+  private let actions = Mutex<[@Sendable () -> Void]>([])
 
   public init() {}
 
   public var isRequested: Bool { requested.load(ordering: .acquiring) }
 
+  /// Asks the worker to stop; only the first request acts.
   public func request() {
-    requested.store(true, ordering: .releasing)
+    guard !requested.exchange(true, ordering: .acquiringAndReleasing) else { return }
     observers.withLock { $0 }.forEach { $0.signal() }
+    actions.withLock { $0 }.forEach { $0() }
+  }
+
+  /// Runs `action` once when a stop is requested (at once if it already was).
+  public func onRequest(_ action: @escaping @Sendable () -> Void) {
+    actions.withLock { $0.append(action) }
+    if isRequested { action() }
   }
 
   /// Signals `wake` when a shutdown is requested (at once if it already was).

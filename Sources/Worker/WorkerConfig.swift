@@ -23,6 +23,8 @@ public struct WorkerConfig: Sendable {
   public var leaseSiblings = 32
   public var maxPixels = 100_000_000
   public var addressGuard = AddressGuard()
+  /// The allow list as written (`--allow-hosts`), for `config check`.
+  public var allowHosts = ""
   public var retryPolicy = RetryPolicy()
   /// An idle worker looks for due jobs this often even without a notification: the fallback for lost
   /// notifications (reconnects, PgBouncer) and the way scheduled and backed-off jobs are found.
@@ -36,6 +38,11 @@ public struct WorkerConfig: Sendable {
   /// How often the keeper expires stale worker rows and prunes finished jobs.
   public var housekeepingInterval: Double = 60
   public var workerID: String
+  /// Where /healthz, /readyz and /metrics are served; nil: not served (the library's default; the
+  /// command's is 0.0.0.0:9464).
+  public var httpAddress: HTTPAddress?
+  /// How often the keeper counts the live jobs for the queue gauges (and so checks the database).
+  public var queueSampleInterval: Double = 5
 
   public var effectiveLeaseBatch: Int { max(1, min(leaseBatch ?? 100, concurrency)) }
 

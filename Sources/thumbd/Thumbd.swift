@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ThumbCore
+import Worker
 
 @main
 struct Thumbd: AsyncParsableCommand {
@@ -10,14 +11,28 @@ struct Thumbd: AsyncParsableCommand {
     abstract: "A distributed thumbnail worker: PostgreSQL queue in, stored thumbnails out.",
     version: ThumbdVersion.current,
     subcommands: [
-      Migrate.self, WorkerCommand.self, Enqueue.self, Status.self, ThumbnailCommand.self, Bench.self,
+      Migrate.self, WorkerCommand.self, ConfigCommand.self, Enqueue.self, Status.self, ThumbnailCommand.self,
+      Bench.self,
     ])
 
+  /// For the commands other than `worker`: text, at THUMBD_LOG_LEVEL (default info).
   static func bootstrapLogging() {
-    let level =
-      ProcessInfo.processInfo.environment["THUMBD_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+    let environment = ProcessInfo.processInfo.environment
+    bootstrapLogging(
+      format: environment["THUMBD_LOG_FORMAT"].flatMap { WorkerSettings.LogFormat(rawValue: $0) } ?? .text,
+      level: environment["THUMBD_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info,
+      secrets: environment["DATABASE_URL"].flatMap { DatabaseURL.password(in: $0) }.map { [$0] } ?? [])
+  }
+
+  /// Text lines (swift-log's stream handler) or JSON lines, with `secrets` masked in every line.
+  static func bootstrapLogging(format: WorkerSettings.LogFormat, level: Logger.Level, secrets: [String]) {
     LoggingSystem.bootstrap { label in
-      var handler = StreamLogHandler.standardError(label: label)
+      var handler: any LogHandler
+      switch format {
+      case .text:
+        handler = RedactingLogHandler(StreamLogHandler.standardError(label: label), secrets: secrets)
+      case .json: handler = RedactingLogHandler(JSONLogHandler(label: label), secrets: secrets)
+      }
       handler.logLevel = level
       return handler
     }
@@ -35,11 +50,4 @@ struct DatabaseOptions: ParsableArguments {
     throw ValidationError(
       "set DATABASE_URL (or --database-url) to a PostgreSQL URI such as postgresql://user@host/db")
   }
-}
-
-/// An option's value: the flag, else THUMBD_<NAME>, else nil.
-func setting(_ flag: String?, _ name: String) -> String? {
-  if let flag { return flag }
-  let env = ProcessInfo.processInfo.environment["THUMBD_\(name)"]
-  return env?.isEmpty == false ? env : nil
 }

@@ -26,6 +26,8 @@ final class WorkerProcess: @unchecked Sendable {
       "DATABASE_URL": databaseURL, "THUMBD_STORAGE": "file://\(storage.path)",
       "THUMBD_ALLOW_HOSTS": "127.0.0.1",
       "THUMBD_CONCURRENCY": "1", "THUMBD_LOG_LEVEL": "info", "PATH": "/usr/bin:/bin",
+      // Several workers run at once in some tests: each takes a free port of its own.
+      "THUMBD_HTTP_ADDRESS": "127.0.0.1:0",
     ]
     for (key, value) in settings { environment[key] = value }
     let arguments = [binary.path, "worker"]
@@ -46,6 +48,29 @@ final class WorkerProcess: @unchecked Sendable {
   var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
   func send(_ signal: Int32) { kill(pid, signal) }
+
+  /// The port of the worker's HTTP endpoint, from its log line "http endpoint listening" (text or JSON).
+  func httpPort(timeout: Double = 15) async -> Int? {
+    var port: Int?
+    _ = await eventually(timeout: timeout) {
+      for line in log.split(separator: "\n") where line.contains("http endpoint listening") {
+        let digits = line.split(separator: "http.port")[1].drop { !$0.isNumber }.prefix { $0.isNumber }
+        port = Int(digits)
+      }
+      return port != nil
+    }
+    return port
+  }
+
+  /// Whether the process has exited (reaping it if so).
+  var hasExited: Bool {
+    if exitStatus != nil { return true }
+    var status: Int32 = 0
+    guard waitpid(pid, &status, WNOHANG) == pid else { return false }
+    let signalled = status & 0x7f
+    exitStatus = signalled == 0 ? (status >> 8) & 0xff : 128 + signalled
+    return true
+  }
 
   /// Waits up to `timeout` seconds for the process to exit; its exit code (128+n for signal n), or nil.
   func waitForExit(timeout: Double) async -> Int32? {
@@ -117,4 +142,33 @@ struct QueueFixture {
     let chunk = photoBytes / 16 + 1
     return origin.url("/slow/photo.jpg?chunk=\(chunk)&delay=\(seconds / 16)")
   }
+}
+
+/// Runs a program to its end with posix_spawn and waitpid (not Foundation's Process, whose
+/// waitUntilExit was seen to miss a child's exit here): its exit code and standard output.
+/// `environment` nil: this process's own.
+func runProgram(
+  _ path: String, _ arguments: [String], environment: [String: String]? = nil
+) throws -> (code: Int32, output: String) {
+  let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent(
+    "thumbd-run-\(UUID().uuidString)")
+  defer { try? FileManager.default.removeItem(at: outputURL) }
+  var actions = posix_spawn_file_actions_t()
+  posix_spawn_file_actions_init(&actions)
+  defer { posix_spawn_file_actions_destroy(&actions) }
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+  posix_spawn_file_actions_addopen(&actions, 1, outputURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+  let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+  let argv = ([path] + arguments).map { strdup($0) } + [nil]
+  let envp = env.map { strdup($0) } + [nil]
+  defer { (argv + envp).forEach { free($0) } }
+  var pid: pid_t = 0
+  let rc = posix_spawn(&pid, path, &actions, nil, argv, envp)
+  guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EINVAL) }
+  var status: Int32 = 0
+  while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+  let signalled = status & 0x7f
+  let code = signalled == 0 ? (status >> 8) & 0xff : 128 + signalled
+  return (code, (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "")
 }

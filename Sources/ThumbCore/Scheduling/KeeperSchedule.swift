@@ -1,0 +1,87 @@
+/// When the keeper does what, as values: it asks `due` what to run now and `nextWake` how long it may
+/// sleep. The keeper performs the tasks (heartbeats, rescue, housekeeping, sampling the queue); the
+/// clock comes in as instants, so the schedule is unit-tested without a database or real time.
+public struct KeeperSchedule: Sendable {
+  public enum Task: String, Sendable, Equatable, CaseIterable {
+    /// Extend every held lease in one statement and refresh the worker's registry row.
+    case heartbeat
+    /// Requeue (or fail) jobs whose lease expired: their worker died or froze.
+    case rescue
+    /// Expire stale worker rows and prune finished jobs past retention.
+    case housekeeping
+    /// Count the live jobs for the queue gauges; its answer also tells readiness the database is there.
+    case sampleQueue
+  }
+
+  public struct Settings: Sendable {
+    public var heartbeatInterval: Duration
+    public var housekeepingInterval: Duration
+    public var sampleInterval: Duration
+
+    /// Heartbeats every third of the lease, so two can be lost before a lease expires.
+    public init(leaseSeconds: Double, housekeepingSeconds: Double, sampleSeconds: Double = 5) {
+      heartbeatInterval = .seconds(max(0.2, leaseSeconds / 3))
+      housekeepingInterval = .seconds(housekeepingSeconds)
+      sampleInterval = .seconds(sampleSeconds)
+    }
+  }
+
+  public let settings: Settings
+  private var nextHeartbeat: ContinuousClock.Instant
+  private var nextHousekeeping: ContinuousClock.Instant
+  private var nextSample: ContinuousClock.Instant
+
+  /// `start`: when the worker reached the database. Heartbeats and rescue come one interval later (the
+  /// start-up itself announced and rescued); housekeeping too; the queue is sampled at once.
+  public init(_ settings: Settings, start: ContinuousClock.Instant) {
+    self.settings = settings
+    nextHeartbeat = start + settings.heartbeatInterval
+    nextHousekeeping = start + settings.heartbeatInterval
+    nextSample = start
+  }
+
+  /// The tasks due at `now`, in the order to run them; each is scheduled again one interval from `now`.
+  /// A stopping worker only heartbeats: it keeps its leases alive while its jobs finish or are handed
+  /// back, and leaves rescue and housekeeping to the workers that stay.
+  public mutating func due(now: ContinuousClock.Instant, stopping: Bool) -> [Task] {
+    var tasks: [Task] = []
+    if now >= nextHeartbeat {
+      nextHeartbeat = now + settings.heartbeatInterval
+      tasks.append(.heartbeat)
+      if !stopping { tasks.append(.rescue) }
+    }
+    if stopping { return tasks }
+    if now >= nextHousekeeping {
+      nextHousekeeping = now + settings.housekeepingInterval
+      tasks.append(.housekeeping)
+    }
+    if now >= nextSample {
+      nextSample = now + settings.sampleInterval
+      tasks.append(.sampleQueue)
+    }
+    return tasks
+  }
+
+  /// When the next task falls due.
+  public func nextWake(stopping: Bool) -> ContinuousClock.Instant {
+    stopping ? nextHeartbeat : min(nextHeartbeat, nextHousekeeping, nextSample)
+  }
+}
+
+/// Waits between tries to reach a service that is away: doubling from `first` up to `cap`.
+public struct Backoff: Sendable, Equatable {
+  public var first: Duration
+  public var cap: Duration
+
+  public init(first: Duration = .milliseconds(500), cap: Duration = .seconds(10)) {
+    self.first = first
+    self.cap = cap
+  }
+
+  /// The wait after `failures` consecutive failed tries (1 for the first).
+  public func delay(afterFailures failures: Int) -> Duration {
+    var delay = first
+    for _ in 1..<max(1, failures) where delay < cap { delay *= 2 }
+    return min(delay, cap)
+  }
+}

@@ -1,0 +1,116 @@
+/// The producer's decisions as values: when to lease and how many, how long to wait, when a draining
+/// worker is done, and how a stop ends. The Worker's producer performs what it returns (a lease
+/// statement, a wait on its wake signal, a rescue, a hand-back); the clock comes in as instants, so
+/// every rule here is unit-tested without a database or real time (after postgres-nio's
+/// `PoolStateMachine`).
+public struct ProducerPacing: Sendable {
+  public struct Settings: Sendable {
+    public var concurrency: Int
+    /// Jobs claimed per lease statement at most.
+    public var leaseBatch: Int
+    public var drain: Bool
+    /// How long an idle producer waits without a wake-up before it looks for due jobs again.
+    public var pollInterval: Duration
+    /// After a stop request, how long running jobs get before they are handed back.
+    public var shutdownGrace: Duration
+    /// While jobs run, one free slot waits this long for others before it is leased alone.
+    public var settle: Duration = .milliseconds(20)
+    /// The longest pause after failed lease statements (the backoff grows by a quarter second each).
+    public var maxLeaseBackoff: Duration = .seconds(5)
+
+    public init(
+      concurrency: Int, leaseBatch: Int, drain: Bool, pollInterval: Duration, shutdownGrace: Duration
+    ) {
+      self.concurrency = concurrency
+      self.leaseBatch = leaseBatch
+      self.drain = drain
+      self.pollInterval = pollInterval
+      self.shutdownGrace = shutdownGrace
+    }
+  }
+
+  public enum Action: Equatable, Sendable {
+    /// Run one lease statement for at most this many jobs, then report `leased` or `leaseFailed`.
+    case lease(limit: Int)
+    /// Sleep until woken (a notification, a finished job, a stop) or this long, then ask `next`.
+    case wait(Duration)
+    /// Ask `next` again at once.
+    case proceed
+    /// Draining and nothing is due here: rescue expired leases (a dead worker's jobs may be waiting out
+    /// their lease), then report `rescued`.
+    case rescue
+    /// Drained: the producer ends.
+    case finish
+  }
+
+  public enum StopAction: Equatable, Sendable {
+    /// Wait for running jobs to end, until woken or this long, then ask `whileStopping` again.
+    case waitForJobs(Duration)
+    /// Hand back what still runs (nothing, when every job ended) and end.
+    case handBack
+  }
+
+  public let settings: Settings
+  /// Since when a slot has been free while too few were free to lease (the settle rule).
+  private var freeSince: ContinuousClock.Instant?
+  private var failures = 0
+  private var stopDeadline: ContinuousClock.Instant?
+
+  public init(_ settings: Settings) {
+    self.settings = settings
+  }
+
+  /// What to do now, with `running` jobs in this process of which `aside` stand aside (waiting for memory
+  /// or a shared decode, their slot given to another job; at most one extra job per slot).
+  public mutating func next(running: Int, aside: Int, now: ContinuousClock.Instant) -> Action {
+    let busy = running - min(aside, settings.concurrency)
+    let free = settings.concurrency - busy
+    guard free > 0 else {
+      freeSince = nil
+      return .wait(settings.pollInterval)
+    }
+    let since = freeSince ?? now
+    freeSince = since
+    // Slots free up in bursts (outcomes are written in batches). Leasing for every single free slot would
+    // split the work into ever smaller statements, so while jobs run the producer waits until half a
+    // batch of slots is free, or one slot has been free for `settle` (long jobs).
+    let enough = busy == 0 || free >= max(1, settings.leaseBatch / 2)
+    let waited = since.duration(to: now)
+    if !enough && waited < settings.settle { return .wait(settings.settle - waited) }
+    freeSince = nil
+    return .lease(limit: min(free, settings.leaseBatch))
+  }
+
+  /// The lease statement returned `count` of the `wanted` jobs; `running` counts them already.
+  public mutating func leased(count: Int, wanted: Int, running: Int) -> Action {
+    failures = 0
+    if count == wanted { return .proceed }  // there may be more ready: lease again without waiting
+    if settings.drain && count == 0 && running == 0 { return .rescue }
+    return .wait(settings.pollInterval)
+  }
+
+  /// The lease statement failed (the database is away or restarting): back off a little more each time.
+  public mutating func leaseFailed() -> Action {
+    failures += 1
+    return .wait(min(settings.maxLeaseBackoff, .milliseconds(250) * failures))
+  }
+
+  /// Consecutive failed lease statements, for the log.
+  public var consecutiveFailures: Int { failures }
+
+  /// Draining: the rescue requeued `count` jobs. Any: look again; none: the worker is drained.
+  public func rescued(count: Int) -> Action {
+    count > 0 ? .proceed : .finish
+  }
+
+  /// A stop was requested: leasing ends, running jobs get `shutdownGrace` from `now`.
+  public mutating func stopRequested(now: ContinuousClock.Instant) {
+    if stopDeadline == nil { stopDeadline = now + settings.shutdownGrace }
+  }
+
+  /// While stopping, with `running` jobs left.
+  public func whileStopping(running: Int, now: ContinuousClock.Instant) -> StopAction {
+    guard running > 0, let deadline = stopDeadline, now < deadline else { return .handBack }
+    return .waitForJobs(now.duration(to: deadline))
+  }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Logging
+import Queue
+import ServiceLifecycle
+import ThumbCore
+
+/// Reaches the database at start (waiting with backoff for as long as it takes), then keeps the
+/// worker's leases alive, rescues expired ones, refreshes the registry, prunes, and samples the queue
+/// for the gauges. What runs when comes from `KeeperSchedule`.
+///
+/// It stops after the producer and the completer, so leases stay extended while jobs are finished or
+/// handed back; then it withdraws the worker's registry row.
+struct Keeper: Service {
+  let queue: JobQueue
+  let runner: JobRunner
+  let readiness: Readiness
+  let shutdown: ShutdownSignal
+  let metrics: WorkerMetrics
+  let config: WorkerConfig
+  let record: WorkerRecord
+  let logger: Logger
+
+  func run() async throws {
+    let wake = WakeSignal()
+    let ending = OneShot<Void>()
+    shutdown.notify(wake)
+    await withGracefulShutdownHandler {
+      guard await start(wake: wake, ending: ending) else { return }
+      var schedule = KeeperSchedule(
+        .init(
+          leaseSeconds: config.leaseSeconds, housekeepingSeconds: config.housekeepingInterval,
+          sampleSeconds: config.queueSampleInterval), start: .now)
+      while !ending.isResolved {
+        readiness.keeperRound()
+        for task in schedule.due(now: .now, stopping: shutdown.isRequested) { await perform(task) }
+        let sleep = ContinuousClock.now.duration(to: schedule.nextWake(stopping: shutdown.isRequested))
+        await wake.wait(timeout: WorkerMetrics.seconds(sleep))
+      }
+      do {
+        try await queue.withdraw(workerID: config.workerID)
+      } catch {
+        logger.warning("could not withdraw the worker's registry row", metadata: ["error": "\(error)"])
+      }
+    } onGracefulShutdown: {
+      ending.resolve(())
+      wake.signal()
+    }
+  }
+
+  /// Announces the worker, retrying with backoff until the database answers (a worker started before
+  /// its database waits for it, it never exits for it), then rescues expired leases. False when the
+  /// group stopped first.
+  private func start(wake: WakeSignal, ending: OneShot<Void>) async -> Bool {
+    let backoff = Backoff()
+    var failures = 0
+    while !ending.isResolved {
+      readiness.keeperRound()
+      do {
+        try await readiness.observe { () throws(PostgresError) in
+          try await queue.announce(record, counters: metrics.counters, stopping: false)
+        }
+        break
+      } catch {
+        failures += 1
+        let delay = backoff.delay(afterFailures: failures)
+        logger.warning(
+          "database unreachable, will retry",
+          metadata: [
+            "error": "\(error)", "try": "\(failures)",
+            "retry.after_seconds": "\(WorkerMetrics.seconds(delay))",
+          ])
+        await wake.wait(timeout: WorkerMetrics.seconds(delay))
+      }
+    }
+    guard !ending.isResolved else {
+      readiness.abandoned()
+      return false
+    }
+    if failures > 0 { logger.notice("database reached", metadata: ["tries": "\(failures + 1)"]) }
+    await rescue()
+    readiness.started()
+    logger.info(
+      "worker started",
+      metadata: [
+        "worker.id": "\(config.workerID)", "worker.concurrency": "\(config.concurrency)",
+        "worker.lease_batch": "\(config.effectiveLeaseBatch)", "worker.drain": "\(config.drain)",
+      ])
+    return true
+  }
+
+  private func perform(_ task: KeeperSchedule.Task) async {
+    switch task {
+    case .heartbeat:
+      await extendLeases()
+      do {
+        try await readiness.observe { () throws(PostgresError) in
+          try await queue.announce(record, counters: metrics.counters, stopping: shutdown.isRequested)
+        }
+      } catch {
+        logger.warning("could not refresh the worker registry", metadata: ["error": "\(error)"])
+      }
+    case .rescue:
+      await rescue()
+    case .housekeeping:
+      await housekeeping()
+    case .sampleQueue:
+      do {
+        metrics.queue(
+          try await readiness.observe { () throws(PostgresError) in try await queue.queueDepth() })
+      } catch {
+        logger.debug("could not sample the queue", metadata: ["error": "\(error)"])
+      }
+    }
+  }
+
+  private func rescue() async {
+    if let rescued = try? await queue.rescueExpired(), !rescued.isEmpty {
+      logger.notice("rescued jobs with expired leases", metadata: ["job.ids": "\(rescued)"])
+    }
+  }
+
+  private func extendLeases() async {
+    let leases = runner.book.withLock { $0.leasesToExtend() }
+    if leases.isEmpty { return }
+    let extended: Set<Int64>
+    do {
+      extended = try await readiness.observe { () throws(PostgresError) in
+        try await queue.heartbeat(leases, leaseSeconds: config.leaseSeconds)
+      }
+    } catch {
+      logger.warning("heartbeat failed; leases run on until they expire", metadata: ["error": "\(error)"])
+      return
+    }
+    runner.leasesLost(runner.book.withLock { $0.heartbeatAnswered(sent: leases, extended: extended) })
+  }
+
+  private func housekeeping() async {
+    if let expired = try? await queue.expireWorkers(), expired > 0 {
+      logger.notice("expired stale worker registrations", metadata: ["workers": "\(expired)"])
+    }
+    guard config.retentionSeconds > 0 else { return }
+    do {
+      let deleted = try await queue.prune(olderThanSeconds: config.retentionSeconds)
+      if deleted > 0 { logger.info("pruned finished jobs", metadata: ["jobs": "\(deleted)"]) }
+      let forgotten = try await queue.pruneOriginals(olderThanSeconds: config.retentionSeconds)
+      if forgotten > 0 { logger.info("pruned originals rows", metadata: ["originals": "\(forgotten)"]) }
+    } catch {
+      logger.warning("retention failed", metadata: ["error": "\(error)"])
+    }
+  }
+}

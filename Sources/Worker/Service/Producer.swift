@@ -1,0 +1,88 @@
+import Logging
+import Queue
+import ServiceLifecycle
+import ThumbCore
+
+/// Leases due jobs as slots free up and starts them; on a stop, waits out the grace period and hands
+/// back what still runs. Its decisions come from `ProducerPacing`; this only performs them.
+///
+/// The last service of the group, so the first to stop: while it hands jobs back, the completer still
+/// writes and the keeper still heartbeats.
+struct Producer: Service {
+  let queue: JobQueue
+  let runner: JobRunner
+  let readiness: Readiness
+  let shutdown: ShutdownSignal
+  let metrics: WorkerMetrics
+  let config: WorkerConfig
+  let logger: Logger
+
+  func run() async throws {
+    let wake = runner.wake
+    shutdown.notify(wake)
+    await withGracefulShutdownHandler {
+      await produce()
+    } onGracefulShutdown: {
+      shutdown.request()
+    }
+  }
+
+  private func produce() async {
+    guard await readiness.waitUntilStarted() else { return }
+    var pacing = ProducerPacing(
+      .init(
+        concurrency: config.concurrency, leaseBatch: config.effectiveLeaseBatch, drain: config.drain,
+        pollInterval: .seconds(config.pollInterval), shutdownGrace: .seconds(config.shutdownGrace)))
+    await withDiscardingTaskGroup { group in
+      var action = ProducerPacing.Action.proceed
+      while !shutdown.isRequested {
+        switch action {
+        case .proceed:
+          action = pacing.next(running: runner.running, aside: runner.aside, now: .now)
+        case .wait(let duration):
+          await runner.wake.wait(timeout: WorkerMetrics.seconds(duration))
+          action = .proceed
+        case .lease(let limit):
+          do {
+            let jobs = try await readiness.observe { () throws(PostgresError) in
+              try await queue.lease(
+                workerID: config.workerID, limit: limit, leaseSeconds: config.leaseSeconds,
+                siblings: config.leaseSiblings)
+            }
+            metrics.leaseStatement()
+            runner.start(jobs, in: &group)
+            action = pacing.leased(count: jobs.count, wanted: limit, running: runner.running)
+          } catch {
+            action = pacing.leaseFailed()
+            logger.warning(
+              "lease failed, will retry",
+              metadata: ["error": "\(error)", "failures": "\(pacing.consecutiveFailures)"])
+          }
+        case .rescue:
+          // Nothing due here. Jobs of dead workers may be waiting out their lease: rescue, then look again.
+          let rescued = (try? await queue.rescueExpired()) ?? []
+          action = pacing.rescued(count: rescued.count)
+        case .finish:
+          logger.info("drained: no job is due and none runs here")
+          return
+        }
+      }
+      await stopGracefully(&pacing)
+    }
+  }
+
+  /// After a stop request: running jobs get `shutdownGrace` to finish; the rest are handed back.
+  private func stopGracefully(_ pacing: inout ProducerPacing) async {
+    readiness.stopping()
+    pacing.stopRequested(now: .now)
+    if runner.running > 0 {
+      logger.notice(
+        "stopping: waiting for running jobs",
+        metadata: ["jobs.running": "\(runner.running)", "grace_seconds": "\(config.shutdownGrace)"])
+    }
+    while case .waitForJobs(let duration) = pacing.whileStopping(running: runner.running, now: .now) {
+      await runner.wake.wait(timeout: WorkerMetrics.seconds(duration))
+    }
+    await runner.handBackAll()
+  }
+}

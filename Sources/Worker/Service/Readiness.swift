@@ -1,0 +1,59 @@
+import Queue
+import Synchronization
+
+/// What `/healthz` and `/readyz` answer from, fed by the services as things happen.
+///
+/// Ready: the worker reached the database at start, its last statement (of any service) answered, and
+/// it is not shutting down. Live: the keeper's loop has gone round recently (it wakes every few seconds
+/// whatever the database does, so a silent keeper means a stuck process, not a database outage).
+final class Readiness: Sendable {
+  private struct State {
+    var started = false
+    var databaseAnswers = false
+    var stopping = false
+    var lastKeeperRound: ContinuousClock.Instant = .now
+  }
+
+  private let state = Mutex(State())
+  private let startedSignal = OneShot<Bool>()
+  /// How long the keeper may be silent before the worker counts as stuck.
+  let livenessWindow: Duration
+
+  init(livenessWindow: Duration) {
+    self.livenessWindow = livenessWindow
+  }
+
+  var isReady: Bool { state.withLock { $0.started && $0.databaseAnswers && !$0.stopping } }
+  var isLive: Bool { state.withLock { $0.lastKeeperRound.duration(to: .now) < livenessWindow } }
+  var databaseAnswers: Bool { state.withLock { $0.databaseAnswers } }
+
+  func databaseAnswered() { state.withLock { $0.databaseAnswers = true } }
+  func databaseFailed() { state.withLock { $0.databaseAnswers = false } }
+  func keeperRound() { state.withLock { $0.lastKeeperRound = .now } }
+  func stopping() { state.withLock { $0.stopping = true } }
+
+  /// The worker reached the database and announced itself: the producer may lease.
+  func started() {
+    state.withLock { $0.started = true }
+    startedSignal.resolve(true)
+  }
+
+  /// The start-up was given up (a stop came first).
+  func abandoned() { startedSignal.resolve(false) }
+
+  /// True once started; false when the start-up was abandoned.
+  func waitUntilStarted() async -> Bool { await startedSignal.value }
+
+  /// Runs one database call and records whether the database answered. A query error (a constraint,
+  /// a bad statement) is an answer; only a lost or refused connection means the database is away.
+  func observe<T>(_ body: () async throws(PostgresError) -> T) async throws(PostgresError) -> T {
+    do {
+      let value = try await body()
+      databaseAnswered()
+      return value
+    } catch {
+      if error.kind == .connection { databaseFailed() } else { databaseAnswered() }
+      throw error
+    }
+  }
+}

@@ -1,0 +1,124 @@
+import CoreMetrics
+import Metrics
+import Queue
+import Synchronization
+import ThumbCore
+
+/// The worker's one set of counters. Every event is recorded here once, where it happens; the same call
+/// feeds the Prometheus families of the contract (`/metrics`), the totals in `thumbs.workers` and the
+/// totals a run returns and logs. Labels are bounded: outcomes, stages, error codes and job states are
+/// fixed vocabularies, never URLs or ids.
+final class WorkerMetrics: Sendable {
+  enum Outcome: String, CaseIterable {
+    case succeeded, failed, retried
+    case handedBack = "handed_back"
+  }
+
+  enum Stage: String, CaseIterable {
+    case fetch, decode, resize, encode, store
+  }
+
+  /// The histogram buckets of `thumbd_stage_seconds`: from a small decode to a slow download.
+  static let stageBuckets: [Duration] = [
+    .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+    .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+    .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+  ]
+
+  private let factory: any MetricsFactory
+  private let totals = Mutex(WorkerCounters())
+  private let jobs: Mutex<[String: Counter]> = Mutex([:])
+  private let stages: [Stage: Timer]
+  private let downloadBytes: Counter
+  private let leasesLost: Counter
+  private let memoryBudget: Gauge
+  private let memoryInUse: Gauge
+  private let jobsRunning: Gauge
+  private let queueJobs: [String: Gauge]
+  private let queueReady: Gauge
+  private let queueOldestReady: Gauge
+
+  init(factory: any MetricsFactory) {
+    self.factory = factory
+    stages = Dictionary(
+      uniqueKeysWithValues: Stage.allCases.map {
+        ($0, Timer(label: "thumbd_stage_seconds", dimensions: [("stage", $0.rawValue)], factory: factory))
+      })
+    downloadBytes = Counter(label: "thumbd_download_bytes_total", factory: factory)
+    leasesLost = Counter(label: "thumbd_leases_lost_total", factory: factory)
+    memoryBudget = Gauge(label: "thumbd_memory_budget_bytes", factory: factory)
+    memoryInUse = Gauge(label: "thumbd_memory_in_use_bytes", factory: factory)
+    jobsRunning = Gauge(label: "thumbd_jobs_running", factory: factory)
+    queueJobs = Dictionary(
+      uniqueKeysWithValues: ["queued", "running"].map {
+        ($0, Gauge(label: "thumbd_queue_jobs", dimensions: [("state", $0)], factory: factory))
+      })
+    queueReady = Gauge(label: "thumbd_queue_ready_jobs", factory: factory)
+    queueOldestReady = Gauge(label: "thumbd_queue_oldest_ready_seconds", factory: factory)
+  }
+
+  /// The totals so far (for the registry row and the run's result).
+  var counters: WorkerCounters { totals.withLock { $0 } }
+
+  func job(_ outcome: Outcome, code: ErrorCode? = nil) {
+    totals.withLock {
+      switch outcome {
+      case .succeeded: $0.succeeded += 1
+      case .failed: $0.failed += 1
+      case .retried: $0.retried += 1
+      case .handedBack: $0.handedBack += 1
+      }
+    }
+    let codeLabel = code?.rawValue ?? "none"
+    let counter = jobs.withLock { counters in
+      let key = "\(outcome.rawValue)/\(codeLabel)"
+      if let counter = counters[key] { return counter }
+      let counter = Counter(
+        label: "thumbd_jobs_total", dimensions: [("outcome", outcome.rawValue), ("error_code", codeLabel)],
+        factory: factory)
+      counters[key] = counter
+      return counter
+    }
+    counter.increment()
+  }
+
+  func leaseLost() {
+    totals.withLock { $0.leaseLost += 1 }
+    leasesLost.increment()
+  }
+
+  func leaseStatement() { totals.withLock { $0.leaseStatements += 1 } }
+  func outcomeBatch() { totals.withLock { $0.outcomeBatches += 1 } }
+
+  func stage(_ stage: Stage, seconds: Double) {
+    stages[stage]?.recordNanoseconds(Int64(max(0, seconds) * 1e9))
+  }
+
+  /// Times `body` as `stage`.
+  func timed<T, E: Error>(_ stage: Stage, _ body: () async throws(E) -> T) async throws(E) -> T {
+    let start = ContinuousClock.now
+    defer { self.stage(stage, seconds: Self.seconds(start.duration(to: .now))) }
+    return try await body()
+  }
+
+  func downloaded(bytes: Int) { downloadBytes.increment(by: bytes) }
+
+  func budget(_ bytes: Int) { memoryBudget.record(bytes) }
+
+  /// Values read from the worker's live state just before each scrape.
+  func live(memoryInUse bytes: Int, jobsRunning running: Int) {
+    memoryInUse.record(bytes)
+    jobsRunning.record(running)
+  }
+
+  func queue(_ depth: QueueDepth) {
+    queueJobs["queued"]?.record(depth.queued)
+    queueJobs["running"]?.record(depth.running)
+    queueReady.record(depth.ready)
+    queueOldestReady.record(depth.oldestReadySeconds)
+  }
+
+  static func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+  }
+}

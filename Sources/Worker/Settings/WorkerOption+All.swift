@@ -1,0 +1,158 @@
+import Foundation
+import Logging
+import ThumbCore
+
+extension WorkerOption {
+  /// Every option of `thumbd worker`, in the order `config check` and the README list them.
+  public static let all: [WorkerOption] = [
+    WorkerOption(
+      "database-url", .value(placeholder: "URL"), environment: "DATABASE_URL", secret: true,
+      default: "required",
+      help: "PostgreSQL as a libpq URI or conninfo string",
+      apply: { value, settings throws(OptionError.Problem) in
+        guard !value.trimmingCharacters(in: .whitespaces).isEmpty else { throw .init("is empty") }
+        settings.worker.databaseURL = value
+      }, render: { $0.worker.databaseURL }),
+    WorkerOption(
+      "storage", .value(placeholder: "URL"), default: "required",
+      help: "where thumbnails go: `file:///abs/dir`; `s3://` is refused for now (`storage_failed`)",
+      apply: { value, settings throws(OptionError.Problem) in
+        guard value.hasPrefix("file:///") || value.hasPrefix("s3://") else {
+          throw .init("'\(value)' is not file:///absolute/dir or s3://bucket/prefix")
+        }
+        settings.worker.storageURL = value
+      }, render: { $0.worker.storageURL }),
+    WorkerOption(
+      "concurrency", .value(placeholder: "N"), default: "the number of cores",
+      help: "jobs processed at once (1-256)",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.concurrency = try Read.int(value, 1...256)
+      }, render: { "\($0.worker.concurrency)" }),
+    WorkerOption(
+      "memory-budget", .value(placeholder: "SIZE"),
+      help:
+        "downloads in flight, originals held, and the predicted peak bytes of the jobs decoding at once; a download pauses and a job waits until they fit",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.memoryBudget = try Read.size(value)
+      }, render: { Write.size($0.worker.memoryBudget) }),
+    WorkerOption(
+      "drain", .flag,
+      help: "exit 0 once no job is due now and none is running here; jobs waiting out a backoff stay queued",
+      apply: { value, settings throws(OptionError.Problem) in settings.worker.drain = try Read.bool(value) },
+      render: { "\($0.worker.drain)" }),
+    WorkerOption(
+      "lease-ttl", .value(placeholder: "SECONDS"),
+      help: "lease length, renewed by heartbeats every third of it",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.leaseSeconds = try Read.seconds(value, atLeast: 1)
+      }, render: { Write.number($0.worker.leaseSeconds) }),
+    WorkerOption(
+      "fetch-timeout", .value(placeholder: "SECONDS"),
+      help: "the whole fetch of one attempt, its retries included",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.fetch.totalTimeout = try Read.seconds(value, atLeast: 0, inclusive: false)
+      }, render: { Write.number($0.worker.fetch.totalTimeout) }),
+    WorkerOption(
+      "connect-timeout", .value(placeholder: "SECONDS"),
+      help: "time to establish a connection to an origin (at most the fetch timeout)",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.fetch.connectTimeout = try Read.seconds(value, atLeast: 0, inclusive: false)
+      }, render: { Write.number($0.worker.fetch.connectTimeout) }),
+    WorkerOption(
+      "fetch-tries", .value(placeholder: "N"), help: "tries per attempt for transient download failures",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.fetch.retry.tries = try Read.int(value, 1...10)
+      }, render: { "\($0.worker.fetch.retry.tries)" }),
+    WorkerOption(
+      "max-download-bytes", .value(placeholder: "SIZE"),
+      help: "largest original in bytes (decoded bytes, for compressed bodies)",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.fetch.maxBytes = try Read.size(value)
+      }, render: { Write.size($0.worker.fetch.maxBytes) }),
+    WorkerOption(
+      "max-pixels", .value(placeholder: "N"), help: "largest original in pixels, refused before decoding",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.maxPixels = try Read.int(value, 1...Int(Int32.max) * 4)
+      }, render: { "\($0.worker.maxPixels)" }),
+    WorkerOption(
+      "allow-hosts", .value(placeholder: "LIST"), default: "none",
+      help: "hosts or CIDRs exempt from the private-network block, comma-separated",
+      apply: { value, settings throws(OptionError.Problem) in
+        do {
+          settings.worker.addressGuard = try AddressGuard(allowList: value)
+          settings.worker.allowHosts = value
+        } catch {
+          throw .init("\(error)")
+        }
+      }, render: { $0.worker.allowHosts }),
+    WorkerOption(
+      "original-cache", .value(placeholder: "SIZE"), default: "an eighth of the memory budget",
+      help:
+        "recent originals kept for other jobs of the same URL, counted in the budget and evicted when a decode needs the room; 0 = off",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.originalCacheBytes = try Read.size(value, positive: false)
+      }, render: { Write.size($0.worker.effectiveOriginalCacheBytes) }),
+    WorkerOption(
+      "lease-siblings", .value(placeholder: "N"),
+      help: "other ready jobs naming an already leased URL taken along per lease",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.leaseSiblings = try Read.int(value, 0...1000)
+      }, render: { "\($0.worker.leaseSiblings)" }),
+    WorkerOption(
+      "lease-batch", .value(placeholder: "N"), default: "free slots, at most 100",
+      help: "jobs claimed per lease statement",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.leaseBatch = try Read.int(value, 1...1000)
+      }, render: { "\($0.worker.effectiveLeaseBatch)" }),
+    WorkerOption(
+      "poll-interval", .value(placeholder: "SECONDS"),
+      help:
+        "look for due jobs this often without a notification (lost notifications, scheduled and backed-off jobs)",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.pollInterval = try Read.seconds(value, atLeast: 0, inclusive: false)
+      }, render: { Write.number($0.worker.pollInterval) }),
+    WorkerOption(
+      "shutdown-grace", .value(placeholder: "SECONDS"),
+      help: "time running jobs get to finish after SIGTERM before they are handed back",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.shutdownGrace = try Read.seconds(value, atLeast: 0)
+      }, render: { Write.number($0.worker.shutdownGrace) }),
+    WorkerOption(
+      "retention", .value(placeholder: "DURATION"),
+      help: "delete finished jobs (and their variant rows) older than this, e.g. 7d or 12h; 0 keeps them",
+      apply: { value, settings throws(OptionError.Problem) in
+        guard let seconds = TimeSpan.parseSeconds(value) else {
+          throw .init("'\(value)' is not a duration such as 7d, 12h, 30m or 0")
+        }
+        settings.worker.retentionSeconds = seconds
+      }, render: { Write.duration($0.worker.retentionSeconds) }),
+    WorkerOption(
+      "http-address", .value(placeholder: "HOST:PORT"),
+      help: "where `/healthz`, `/readyz` and `/metrics` are served; `off` disables",
+      apply: { value, settings throws(OptionError.Problem) in
+        if value.lowercased() == "off" {
+          settings.worker.httpAddress = nil
+          return
+        }
+        guard let address = HTTPAddress(value) else { throw .init("'\(value)' is not HOST:PORT or off") }
+        settings.worker.httpAddress = address
+      }, render: { $0.worker.httpAddress?.description ?? "off" }),
+    WorkerOption(
+      "log-format", .value(placeholder: "text|json"), help: "text lines, or one JSON object per line",
+      apply: { value, settings throws(OptionError.Problem) in
+        guard let format = WorkerSettings.LogFormat(rawValue: value.lowercased()) else {
+          throw .init("'\(value)' is not text or json")
+        }
+        settings.logFormat = format
+      }, render: { $0.logFormat.rawValue }),
+    WorkerOption(
+      "log-level", .value(placeholder: "LEVEL"),
+      help: "trace, debug, info, notice, warning, error or critical",
+      apply: { value, settings throws(OptionError.Problem) in
+        guard let level = Logger.Level(rawValue: value.lowercased()) else {
+          throw .init("'\(value)' is not one of trace, debug, info, notice, warning, error, critical")
+        }
+        settings.logLevel = level
+      }, render: { $0.logLevel.rawValue }),
+  ]
+}

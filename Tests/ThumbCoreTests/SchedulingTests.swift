@@ -1,0 +1,154 @@
+import Testing
+
+@testable import ThumbCore
+
+/// The producer's and keeper's decisions, driven with instants made here: no database, no sleeping.
+@Suite struct ProducerPacingTests {
+  let t0 = ContinuousClock.now
+
+  func pacing(concurrency: Int = 8, batch: Int = 8, drain: Bool = false, grace: Double = 25) -> ProducerPacing
+  {
+    ProducerPacing(
+      .init(
+        concurrency: concurrency, leaseBatch: batch, drain: drain, pollInterval: .seconds(1),
+        shutdownGrace: .seconds(grace)))
+  }
+
+  @Test func anIdleWorkerLeasesAFullBatchAtOnce() {
+    var p = pacing()
+    #expect(p.next(running: 0, aside: 0, now: t0) == .lease(limit: 8))
+  }
+
+  @Test func aBusyWorkerWaitsForHalfABatchOrTheSettleDelay() {
+    var p = pacing()
+    // 7 of 8 slots busy: one free slot is not enough while jobs run...
+    #expect(p.next(running: 7, aside: 0, now: t0) == .wait(.milliseconds(20)))
+    #expect(p.next(running: 7, aside: 0, now: t0 + .milliseconds(5)) == .wait(.milliseconds(15)))
+    // ...until it has been free for the settle delay,
+    #expect(p.next(running: 7, aside: 0, now: t0 + .milliseconds(20)) == .lease(limit: 1))
+    // and half a batch free is enough at once.
+    #expect(p.next(running: 4, aside: 0, now: t0 + .milliseconds(21)) == .lease(limit: 4))
+  }
+
+  @Test func theSettleClockRestartsAfterEachLease() {
+    var p = pacing()
+    _ = p.next(running: 7, aside: 0, now: t0)
+    #expect(p.next(running: 7, aside: 0, now: t0 + .milliseconds(30)) == .lease(limit: 1))
+    #expect(p.next(running: 7, aside: 0, now: t0 + .milliseconds(31)) == .wait(.milliseconds(20)))
+  }
+
+  @Test func fullSlotsWaitForAWakeUpOrThePollInterval() {
+    var p = pacing()
+    #expect(p.next(running: 8, aside: 0, now: t0) == .wait(.seconds(1)))
+  }
+
+  @Test func jobsStandingAsideLendTheirSlotsButAtMostOneExtraJobPerSlot() {
+    var p = pacing(concurrency: 2, batch: 2)
+    #expect(p.next(running: 2, aside: 1, now: t0) == .lease(limit: 1))
+    #expect(p.next(running: 3, aside: 2, now: t0) == .lease(limit: 1))
+    // Four running, all aside: only two count as lent, so both slots are taken.
+    #expect(p.next(running: 4, aside: 4, now: t0) == .wait(.seconds(1)))
+  }
+
+  @Test func aFullLeaseLooksAgainAndAShortOneWaits() {
+    var p = pacing()
+    #expect(p.leased(count: 8, wanted: 8, running: 8) == .proceed)
+    #expect(p.leased(count: 3, wanted: 8, running: 3) == .wait(.seconds(1)))
+  }
+
+  @Test func failedLeasesBackOffUpToACap() {
+    var p = pacing()
+    #expect(p.leaseFailed() == .wait(.milliseconds(250)))
+    #expect(p.leaseFailed() == .wait(.milliseconds(500)))
+    for _ in 0..<30 { _ = p.leaseFailed() }
+    #expect(p.leaseFailed() == .wait(.seconds(5)))
+    #expect(p.consecutiveFailures == 33)
+    _ = p.leased(count: 0, wanted: 8, running: 0)
+    #expect(p.consecutiveFailures == 0)
+    #expect(p.leaseFailed() == .wait(.milliseconds(250)))
+  }
+
+  @Test func drainingEndsOnlyWhenNothingIsDueRunningOrRescued() {
+    var p = pacing(drain: true)
+    #expect(p.leased(count: 0, wanted: 8, running: 1) == .wait(.seconds(1)))  // one still runs here
+    #expect(p.leased(count: 0, wanted: 8, running: 0) == .rescue)
+    #expect(p.rescued(count: 2) == .proceed)  // a dead worker's jobs came back: take them
+    #expect(p.rescued(count: 0) == .finish)
+    var notDraining = pacing(drain: false)
+    #expect(notDraining.leased(count: 0, wanted: 8, running: 0) == .wait(.seconds(1)))
+  }
+
+  @Test func aStopWaitsOutTheGraceThenHandsBack() {
+    var p = pacing(grace: 10)
+    p.stopRequested(now: t0)
+    #expect(p.whileStopping(running: 2, now: t0 + .seconds(4)) == .waitForJobs(.seconds(6)))
+    #expect(p.whileStopping(running: 0, now: t0 + .seconds(4)) == .handBack)
+    #expect(p.whileStopping(running: 2, now: t0 + .seconds(10)) == .handBack)
+    // A second request does not extend the grace.
+    p.stopRequested(now: t0 + .seconds(5))
+    #expect(p.whileStopping(running: 1, now: t0 + .seconds(9)) == .waitForJobs(.seconds(1)))
+  }
+
+  @Test func zeroGraceHandsBackAtOnce() {
+    var p = pacing(grace: 0)
+    p.stopRequested(now: t0)
+    #expect(p.whileStopping(running: 3, now: t0) == .handBack)
+  }
+}
+
+@Suite struct KeeperScheduleTests {
+  let t0 = ContinuousClock.now
+  /// Lease 3 s: heartbeats every second; housekeeping every 60 s; the queue sampled every 5 s.
+  var schedule: KeeperSchedule {
+    KeeperSchedule(.init(leaseSeconds: 3, housekeepingSeconds: 60, sampleSeconds: 5), start: t0)
+  }
+
+  @Test func samplesAtOnceThenHeartbeatsEveryThirdOfTheLease() {
+    var s = schedule
+    #expect(s.due(now: t0, stopping: false) == [.sampleQueue])
+    #expect(s.nextWake(stopping: false) == t0 + .seconds(1))
+    #expect(s.due(now: t0 + .milliseconds(500), stopping: false) == [])
+    #expect(
+      s.due(now: t0 + .seconds(1), stopping: false) == [.heartbeat, .rescue, .housekeeping])
+    #expect(s.due(now: t0 + .seconds(2), stopping: false) == [.heartbeat, .rescue])
+    #expect(s.due(now: t0 + .seconds(5), stopping: false) == [.heartbeat, .rescue, .sampleQueue])
+  }
+
+  @Test func housekeepingComesEveryInterval() {
+    var s = schedule
+    _ = s.due(now: t0 + .seconds(1), stopping: false)
+    #expect(!s.due(now: t0 + .seconds(30), stopping: false).contains(.housekeeping))
+    #expect(s.due(now: t0 + .seconds(61), stopping: false).contains(.housekeeping))
+  }
+
+  @Test func aStoppingWorkerOnlyHeartbeats() {
+    var s = schedule
+    #expect(s.due(now: t0 + .seconds(1), stopping: true) == [.heartbeat])
+    #expect(s.nextWake(stopping: true) == t0 + .seconds(2))
+    #expect(s.due(now: t0 + .seconds(100), stopping: true) == [.heartbeat])
+  }
+
+  @Test func aLateRoundSchedulesFromWhenItRan() {
+    var s = schedule
+    _ = s.due(now: t0, stopping: false)
+    // The keeper was held up 10 s (a slow statement): one heartbeat, not ten, then every second again.
+    #expect(s.due(now: t0 + .seconds(10), stopping: false).filter { $0 == .heartbeat }.count == 1)
+    #expect(s.nextWake(stopping: false) == t0 + .seconds(11))
+  }
+
+  @Test func veryShortLeasesStillHeartbeatAtMostFiveTimesASecond() {
+    let s = KeeperSchedule(.init(leaseSeconds: 0.1, housekeepingSeconds: 60), start: t0)
+    #expect(s.settings.heartbeatInterval == .milliseconds(200))
+  }
+}
+
+@Suite struct BackoffTests {
+  @Test func doublesUpToTheCap() {
+    let backoff = Backoff(first: .milliseconds(500), cap: .seconds(10))
+    #expect(backoff.delay(afterFailures: 1) == .milliseconds(500))
+    #expect(backoff.delay(afterFailures: 2) == .seconds(1))
+    #expect(backoff.delay(afterFailures: 5) == .seconds(8))
+    #expect(backoff.delay(afterFailures: 6) == .seconds(10))
+    #expect(backoff.delay(afterFailures: 1000) == .seconds(10))
+  }
+}
