@@ -38,12 +38,13 @@ public struct Migrator: Sendable {
     }
   }
 
-  /// Finds the migrations folder: $THUMBD_MIGRATIONS, ./migrations, then upwards from the executable
-  /// (a build in .build/<config>/ of a checkout), then the packaged location.
-  public static func locateDirectory() -> URL? {
+  /// Finds the migrations folder: `preferred` (the command passes $THUMBD_MIGRATIONS: the library reads
+  /// no environment), ./migrations, then upwards from the executable (a build in .build/<config>/ of a
+  /// checkout), then the packaged location.
+  public static func locateDirectory(preferred: String? = nil) -> URL? {
     var candidates: [URL] = []
-    if let env = ProcessInfo.processInfo.environment["THUMBD_MIGRATIONS"] {
-      candidates.append(URL(fileURLWithPath: env))
+    if let preferred, !preferred.isEmpty {
+      candidates.append(URL(fileURLWithPath: preferred))
     }
     candidates.append(
       URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("migrations"))

@@ -100,6 +100,9 @@ public final class Worker: Sendable {
       runner.wake.signal()
     }
 
+    let context = ServiceContext(
+      runner: runner, readiness: readiness, shutdown: shutdown, metrics: metrics, config: config,
+      logger: logger)
     var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
       .init(service: TransferThreadService(multi: multi), serviceName: "transfers")
     ]
@@ -114,14 +117,10 @@ public final class Worker: Sendable {
     services += [
       .init(service: ListenerService(listener: listener, pool: pool), serviceName: "listener"),
       .init(
-        service: Keeper(
-          queue: keeperQueue, runner: runner, readiness: readiness, shutdown: shutdown, metrics: metrics,
-          config: config, record: record, logger: logger), serviceName: "keeper"),
+        service: Keeper(queue: keeperQueue, context: context, record: record), serviceName: "keeper"),
       .init(service: completer, serviceName: "completer"),
       .init(
-        service: Producer(
-          queue: leaser, runner: runner, readiness: readiness, shutdown: shutdown, metrics: metrics,
-          config: config, logger: logger), serviceName: "producer"),
+        service: Producer(queue: leaser, context: context), serviceName: "producer"),
     ]
     // A service that ends (the producer, drained) or fails (the endpoint cannot bind) stops the others
     // gracefully: jobs are handed back, never dropped.

@@ -29,7 +29,9 @@ private func deleteBenchJobs(_ connection: PostgresConnection) throws {
 
 /// Migrates the scratch database and clears earlier bench jobs.
 private func prepareBenchDatabase(_ url: String) throws {
-  guard let folder = Migrator.locateDirectory() else {
+  guard
+    let folder = Migrator.locateDirectory(preferred: ProcessInfo.processInfo.environment["THUMBD_MIGRATIONS"])
+  else {
     throw ValidationError("no migrations folder found; set THUMBD_MIGRATIONS")
   }
   let connection = try PostgresConnection(conninfo: url)

@@ -12,7 +12,10 @@ struct Migrate: ParsableCommand {
   var dir: String?
 
   func run() throws {
-    guard let folder = dir.map({ URL(fileURLWithPath: $0) }) ?? Migrator.locateDirectory() else {
+    guard
+      let folder = dir.map({ URL(fileURLWithPath: $0) })
+        ?? Migrator.locateDirectory(preferred: ProcessInfo.processInfo.environment["THUMBD_MIGRATIONS"])
+    else {
       throw ValidationError("no migrations folder found; pass --dir or set THUMBD_MIGRATIONS")
     }
     let migrator = try Migrator(directory: folder)

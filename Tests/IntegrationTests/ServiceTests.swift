@@ -137,6 +137,27 @@ struct ServiceTests {
     #expect(worker.log.contains("handed back unfinished jobs"))
   }
 
+  /// A second SIGTERM during the grace period exits at once with 130; the job keeps its lease, to be
+  /// rescued when it expires.
+  @Test func aSecondSignalExitsAtOnce() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    let worker = try WorkerProcess(
+      databaseURL: database, storage: fixture.storage, settings: ["THUMBD_SHUTDOWN_GRACE": "30"])
+    _ = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: 10)])
+    #expect(
+      try await eventually(timeout: 15) {
+        try sql(database, "SELECT state FROM thumbs.jobs").rows[0][0] == "running"
+      }, "log:\n\(worker.log)")
+    worker.send(SIGTERM)
+    #expect(await eventually(timeout: 5) { worker.log.contains("stopping: waiting for running jobs") })
+    let second = ContinuousClock.now
+    worker.send(SIGTERM)
+    #expect(await worker.waitForExit(timeout: 5) == 130)
+    #expect(second.duration(to: .now) < .seconds(3))
+    #expect(try sql(database, "SELECT state FROM thumbs.jobs").rows[0][0] == "running")
+  }
+
   private func state(_ url: String, _ id: Int64) throws -> String? {
     try sql(url, "SELECT state FROM thumbs.jobs WHERE id = $1::bigint", [String(id)]).rows.first?[0] ?? nil
   }

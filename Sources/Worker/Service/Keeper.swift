@@ -10,15 +10,10 @@ import ThumbCore
 ///
 /// It stops after the producer and the completer, so leases stay extended while jobs are finished or
 /// handed back; then it withdraws the worker's registry row.
-struct Keeper: Service {
+struct Keeper: Service, WithServiceContext {
   let queue: JobQueue
-  let runner: JobRunner
-  let readiness: Readiness
-  let shutdown: ShutdownSignal
-  let metrics: WorkerMetrics
-  let config: WorkerConfig
+  let context: ServiceContext
   let record: WorkerRecord
-  let logger: Logger
 
   func run() async throws {
     let wake = WakeSignal()

@@ -8,14 +8,9 @@ import ThumbCore
 ///
 /// The last service of the group, so the first to stop: while it hands jobs back, the completer still
 /// writes and the keeper still heartbeats.
-struct Producer: Service {
+struct Producer: Service, WithServiceContext {
   let queue: JobQueue
-  let runner: JobRunner
-  let readiness: Readiness
-  let shutdown: ShutdownSignal
-  let metrics: WorkerMetrics
-  let config: WorkerConfig
-  let logger: Logger
+  let context: ServiceContext
 
   func run() async throws {
     let wake = runner.wake
