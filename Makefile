@@ -13,13 +13,13 @@ release:
 	$(SWIFT) build -c release --product thumbd
 
 # Build first, outside with-postgres.sh, so the database is not kept running through a
-# long compile; then the tests run against their own throwaway PostgreSQL. One test at a time
+# long compile; then the tests run against their own throwaway PostgreSQL and S3 server (moto). One test at a time
 # (--no-parallel): the queue tests measure leases, heartbeats and wake-ups in real time and spawn
 # worker processes, and on a 2-core machine parallel suites starved each other for seconds.
 test:
 	scripts/install-deps.sh
 	$(SWIFT) build --build-tests
-	scripts/with-postgres.sh $(SWIFT) test --skip-build --no-parallel $(SWIFT_TEST_FLAGS)
+	scripts/with-postgres.sh scripts/with-s3.sh $(SWIFT) test --skip-build --no-parallel $(SWIFT_TEST_FLAGS)
 
 demo:
 	scripts/demo.sh

@@ -15,6 +15,7 @@ packages=(
   libssl-dev
   postgresql
   python3
+  python3-venv
   curl
   openssl
 )
@@ -28,7 +29,20 @@ for pkg in "${packages[@]}"; do
   fi
 done
 
+# moto (an S3-speaking server for the storage tests) and boto3 (which sets it up), from PyPI, in a
+# virtualenv of the project's own (Debian's python refuses system-wide pip installs). scripts/s3-temp.sh
+# runs them from there.
+test_venv=${THUMBD_TEST_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/thumbd/test-venv}
+install_python_test_servers() {
+  if ! "$test_venv/bin/python" -c 'import moto.server, boto3' >/dev/null 2>&1; then
+    echo "install-deps: installing moto[server] and boto3 from PyPI into $test_venv" >&2
+    python3 -m venv "$test_venv"
+    "$test_venv/bin/python" -m pip install --disable-pip-version-check -q "moto[server]" boto3
+  fi
+}
+
 if [ "${#missing[@]}" -eq 0 ]; then
+  install_python_test_servers
   exit 0
 fi
 
@@ -48,3 +62,4 @@ echo "install-deps: installing ${missing[*]}" >&2
 "${as_root[@]}" apt-get update -qq
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get install -y -qq "${missing[@]}"
+install_python_test_servers
