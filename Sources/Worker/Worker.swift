@@ -107,6 +107,7 @@ public final class Worker: Sendable {
       .init(service: TransferThreadService(multi: multi), serviceName: "transfers")
     ]
     if let address = config.httpAddress {
+      readiness.expectEndpoint()
       let endpoint = HTTPEndpoint.make(
         address: address, readiness: readiness, registry: registry,
         beforeScrape: { [metrics, memory] in
@@ -132,7 +133,11 @@ public final class Worker: Sendable {
       services: services, gracefulShutdownSignals: signals, logger: logger)
     groupConfig.logging.keys.serviceKey = "service"
     let group = ServiceGroup(configuration: groupConfig)
-    shutdown.onRequest { Task { await group.triggerGracefulShutdown() } }
+    shutdown.onRequest {
+      // A producer still waiting for the start-up must not wait for a database that may never answer.
+      readiness.abandoned()
+      Task { await group.triggerGracefulShutdown() }
+    }
     try await group.run()
 
     var result = metrics.counters

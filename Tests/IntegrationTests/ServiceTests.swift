@@ -158,6 +158,41 @@ struct ServiceTests {
     #expect(try sql(database, "SELECT state FROM thumbs.jobs").rows[0][0] == "running")
   }
 
+  /// A worker whose HTTP address is taken exits non-zero before it announces itself or leases anything.
+  @Test func aTakenHTTPPortStopsTheWorkerBeforeItTouchesTheQueue() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    let first = try WorkerProcess(databaseURL: database, storage: fixture.storage)
+    let port = try #require(await first.httpPort(), "log:\n\(first.log)")
+    #expect(
+      try await eventually(timeout: 10) {
+        try sql(database, "SELECT count(*) FROM thumbs.workers").rows[0][0] == "1"
+      })
+    let second = try WorkerProcess(
+      databaseURL: database, storage: fixture.storage, settings: ["THUMBD_HTTP_ADDRESS": "127.0.0.1:\(port)"])
+    let code = await second.waitForExit(timeout: 15)
+    #expect(code != nil && code != 0, "log:\n\(second.log)")
+    #expect(second.log.contains("Address already in use"), "log:\n\(second.log)")
+    #expect(!second.log.contains("worker started"))
+    #expect(try sql(database, "SELECT count(*) FROM thumbs.workers").rows[0][0] == "1")
+    first.send(SIGTERM)
+    #expect(await first.waitForExit(timeout: 15) == 0)
+  }
+
+  /// SIGTERM while the database has never answered: the worker exits 0 at once instead of waiting for it.
+  @Test func aWorkerWaitingForItsDatabaseStopsAtOnce() async throws {
+    let fixture = try QueueFixture()
+    let worker = try WorkerProcess(
+      databaseURL: "postgresql://thumbd@127.0.0.1:1/none", storage: fixture.storage)
+    #expect(
+      await eventually(timeout: 10) { worker.log.contains("database unreachable") }, "log:\n\(worker.log)")
+    let stopped = ContinuousClock.now
+    worker.send(SIGTERM)
+    let code = await worker.waitForExit(timeout: 10)
+    #expect(code == 0, "exit \(String(describing: code)), log:\n\(worker.log)")
+    #expect(stopped.duration(to: .now) < .seconds(3))
+  }
+
   private func state(_ url: String, _ id: Int64) throws -> String? {
     try sql(url, "SELECT state FROM thumbs.jobs WHERE id = $1::bigint", [String(id)]).rows.first?[0] ?? nil
   }

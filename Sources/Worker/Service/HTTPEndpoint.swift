@@ -38,6 +38,7 @@ enum HTTPEndpoint {
       configuration: ApplicationConfiguration(
         address: .hostname(address.host, port: address.port), serverName: nil),
       onServerRunning: { channel in
+        readiness.endpointListening()
         logger.info(
           "http endpoint listening",
           metadata: [

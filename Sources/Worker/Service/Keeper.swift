@@ -20,7 +20,11 @@ struct Keeper: Service, WithServiceContext {
     let ending = OneShot<Void>()
     shutdown.notify(wake)
     await withGracefulShutdownHandler {
-      guard await start(wake: wake, ending: ending) else { return }
+      guard await start(wake: wake, ending: ending) else {
+        // A service may end only in its turn of the group's stop: wait for it.
+        await ending.value
+        return
+      }
       var schedule = KeeperSchedule(
         .init(
           leaseSeconds: config.leaseSeconds, housekeepingSeconds: config.housekeepingInterval,
@@ -46,14 +50,20 @@ struct Keeper: Service, WithServiceContext {
   /// its database waits for it, it never exits for it), then rescues expired leases. False when the
   /// group stopped first.
   private func start(wake: WakeSignal, ending: OneShot<Void>) async -> Bool {
+    // The HTTP endpoint first: a worker that cannot serve its probes stops before it announces itself.
+    while !ending.isResolved && !shutdown.isRequested && !readiness.isEndpointListening {
+      await wake.wait(timeout: 0.02)
+    }
     let backoff = Backoff()
     var failures = 0
-    while !ending.isResolved {
+    var announced = false
+    while !ending.isResolved && !shutdown.isRequested {
       readiness.keeperRound()
       do {
         try await readiness.observe { () throws(PostgresError) in
           try await queue.announce(record, counters: metrics.counters, stopping: false)
         }
+        announced = true
         break
       } catch {
         failures += 1
@@ -67,7 +77,9 @@ struct Keeper: Service, WithServiceContext {
         await wake.wait(timeout: WorkerMetrics.seconds(delay))
       }
     }
-    guard !ending.isResolved else {
+    // Stopped during the start-up: nothing was leased; a registration just made is taken back.
+    guard announced && !ending.isResolved && !shutdown.isRequested else {
+      if announced { try? await queue.withdraw(workerID: config.workerID) }
       readiness.abandoned()
       return false
     }

@@ -11,6 +11,8 @@ final class Readiness: Sendable {
     var started = false
     var databaseAnswers = false
     var stopping = false
+    /// False while the HTTP endpoint is configured but not yet listening.
+    var endpointListening = true
     var lastKeeperRound: ContinuousClock.Instant = .now
   }
 
@@ -31,6 +33,12 @@ final class Readiness: Sendable {
   func databaseFailed() { state.withLock { $0.databaseAnswers = false } }
   func keeperRound() { state.withLock { $0.lastKeeperRound = .now } }
   func stopping() { state.withLock { $0.stopping = true } }
+
+  /// The endpoint will listen: the worker announces itself only once it does, so a taken port ends the
+  /// worker before it has touched the database.
+  func expectEndpoint() { state.withLock { $0.endpointListening = false } }
+  func endpointListening() { state.withLock { $0.endpointListening = true } }
+  var isEndpointListening: Bool { state.withLock { $0.endpointListening } }
 
   /// The worker reached the database and announced itself: the producer may lease.
   func started() {
