@@ -101,7 +101,7 @@ public struct Fetcher: Sendable {
     var tryNumber = 0
     while true {
       tryNumber += 1
-      let secondsLeft = Self.seconds(ContinuousClock.now.duration(to: deadline))
+      let secondsLeft = ContinuousClock.now.duration(to: deadline).inSeconds
       guard secondsLeft > 0.01 else {
         throw JobError(.timeout, "\(url.prefix(200)): no answer within \(limits.totalTimeout) s")
       }
@@ -122,7 +122,7 @@ public struct Fetcher: Sendable {
       guard failure.retryable, !cancellation.isCancelled else { throw failure.error }
       let decision = limits.retry.decide(
         afterTry: tryNumber, retryAfter: failure.retryAfterSeconds,
-        secondsLeft: Self.seconds(ContinuousClock.now.duration(to: deadline)), unit: Double.random(in: 0..<1))
+        secondsLeft: ContinuousClock.now.duration(to: deadline).inSeconds, unit: Double.random(in: 0..<1))
       switch decision {
       case .stop(let notBefore):
         var error = failure.error
@@ -148,9 +148,5 @@ public struct Fetcher: Sendable {
     guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
       throw JobError(.blockedSource, "only http and https URLs are fetched: \(url.prefix(200))")
     }
-  }
-
-  static func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
   }
 }

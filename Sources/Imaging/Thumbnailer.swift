@@ -38,10 +38,7 @@ public struct StageTimings: Sendable, Equatable {
 
 extension ContinuousClock.Instant {
   /// Seconds from this instant to now.
-  fileprivate var secondsSince: Double {
-    let elapsed = duration(to: .now)
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-  }
+  fileprivate var secondsSince: Double { duration(to: .now).inSeconds }
 }
 
 public struct Thumbnailer: Sendable {

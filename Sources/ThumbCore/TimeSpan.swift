@@ -10,3 +10,10 @@ public enum TimeSpan {
     return value * unit
   }
 }
+
+extension Duration {
+  /// The duration in seconds, as the APIs that take a `Double` want it.
+  public var inSeconds: Double {
+    Double(components.seconds) + Double(components.attoseconds) / 1e18
+  }
+}

@@ -83,7 +83,7 @@ public struct JobProcessor: Sendable {
     }
     let store = self.store
     let storing = ContinuousClock.now
-    defer { metrics?.stage(.store, seconds: WorkerMetrics.seconds(storing.duration(to: .now))) }
+    defer { metrics?.stage(.store, seconds: storing.duration(to: .now).inSeconds) }
     return try await pool.run { () throws(JobError) -> JobResult in
       let records = try rendered.map { (variant) throws(JobError) -> VariantRecord in
         let key = StorageKey.contentAddressed(variant.data, fileExtension: variant.format.fileExtension)
@@ -109,7 +109,7 @@ public struct JobProcessor: Sendable {
   private func render(_ url: String, _ variants: [VariantSpec]) async throws(JobError) -> RenderOutcome {
     let fetching = ContinuousClock.now
     let (original, _) = try await originals.original(for: url)
-    metrics?.stage(.fetch, seconds: WorkerMetrics.seconds(fetching.duration(to: .now)))
+    metrics?.stage(.fetch, seconds: fetching.duration(to: .now).inSeconds)
     // The original's bytes are already counted (its MemoryHold), for as long as `original` lives: keep
     // it alive until the render is done, and reserve only the rest of the cost.
     defer { withExtendedLifetime(original) {} }

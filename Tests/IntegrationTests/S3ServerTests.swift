@@ -63,13 +63,10 @@ struct S3TestServer: Sendable {
     _ arguments: [String], key: String, bucket: String? = nil, secret: String? = nil
   ) throws -> (status: Int, body: String) {
     let url = "\(endpoint)/\(bucket ?? self.bucket)/\(key)"
-    let (_, output) = try runProgram(
-      "/usr/bin/curl",
+    return try IntegrationTests.curl(
       [
-        "-s", "-m", "10", "-w", "\n%{http_code}", "--aws-sigv4", "aws:amz:us-east-1:s3", "-u",
-        "\(accessKey):\(secret ?? secretKey)", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
+        "-m", "10", "--aws-sigv4", "aws:amz:us-east-1:s3", "-u", "\(accessKey):\(secret ?? secretKey)", "-H",
+        "x-amz-content-sha256: UNSIGNED-PAYLOAD",
       ] + arguments + [url])
-    guard let split = output.lastIndex(of: "\n") else { return (0, output) }
-    return (Int(output[output.index(after: split)...]) ?? 0, String(output[..<split]))
   }
 }

@@ -226,14 +226,19 @@ final class PrivatePostgres: Sendable {
   }
 }
 
-/// GETs on loopback with curl (installed by scripts/install-deps.sh): the status and the body.
+/// GETs on loopback with curl: the status and the body.
 enum HTTPProbe {
   static func get(_ port: Int, _ path: String) -> (status: Int, body: String) {
-    let arguments = ["-s", "-m", "5", "-w", "\n%{http_code}", "http://127.0.0.1:\(port)\(path)"]
-    guard let (_, text) = try? runProgram("/usr/bin/curl", arguments) else { return (0, "") }
-    guard let split = text.lastIndex(of: "\n") else { return (0, text) }
-    return (Int(text[text.index(after: split)...]) ?? 0, String(text[..<split]))
+    (try? curl(["-m", "5", "http://127.0.0.1:\(port)\(path)"])) ?? (0, "")
   }
+}
+
+/// Runs curl (installed by scripts/install-deps.sh) with `arguments`: the HTTP status (0 when there was
+/// no answer) and the body.
+func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
+  let (_, text) = try runProgram("/usr/bin/curl", ["-s", "-w", "\n%{http_code}"] + arguments)
+  guard let split = text.lastIndex(of: "\n") else { return (0, text) }
+  return (Int(text[text.index(after: split)...]) ?? 0, String(text[..<split]))
 }
 
 /// A Prometheus text exposition, read into samples.

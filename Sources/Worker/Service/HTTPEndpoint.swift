@@ -31,7 +31,7 @@ enum HTTPEndpoint {
         body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
     var serverLogger = logger
-    // Hummingbird logs every connection error at debug and its start at info: keep the worker's level.
+    // Hummingbird's own lines (its start, connection errors) name the address they are about.
     serverLogger[metadataKey: "http.address"] = "\(address)"
     return Application(
       router: router,

@@ -33,7 +33,7 @@ struct Keeper: Service, WithServiceContext {
         readiness.keeperRound()
         for task in schedule.due(now: .now, stopping: shutdown.isRequested) { await perform(task) }
         let sleep = ContinuousClock.now.duration(to: schedule.nextWake(stopping: shutdown.isRequested))
-        await wake.wait(timeout: WorkerMetrics.seconds(sleep))
+        await wake.wait(timeout: sleep.inSeconds)
       }
       do {
         try await queue.withdraw(workerID: config.workerID)
@@ -72,9 +72,9 @@ struct Keeper: Service, WithServiceContext {
           "database unreachable, will retry",
           metadata: [
             "error": "\(error)", "try": "\(failures)",
-            "retry.after_seconds": "\(WorkerMetrics.seconds(delay))",
+            "retry.after_seconds": "\(delay.inSeconds)",
           ])
-        await wake.wait(timeout: WorkerMetrics.seconds(delay))
+        await wake.wait(timeout: delay.inSeconds)
       }
     }
     // Stopped during the start-up: nothing was leased; a registration just made is taken back.

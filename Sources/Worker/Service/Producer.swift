@@ -35,7 +35,7 @@ struct Producer: Service, WithServiceContext {
         case .proceed:
           action = pacing.next(running: runner.running, aside: runner.aside, now: .now)
         case .wait(let duration):
-          await runner.wake.wait(timeout: WorkerMetrics.seconds(duration))
+          await runner.wake.wait(timeout: duration.inSeconds)
           action = .proceed
         case .lease(let limit):
           do {
@@ -76,7 +76,7 @@ struct Producer: Service, WithServiceContext {
         metadata: ["jobs.running": "\(runner.running)", "grace_seconds": "\(config.shutdownGrace)"])
     }
     while case .waitForJobs(let duration) = pacing.whileStopping(running: runner.running, now: .now) {
-      await runner.wake.wait(timeout: WorkerMetrics.seconds(duration))
+      await runner.wake.wait(timeout: duration.inSeconds)
     }
     await runner.handBackAll()
   }

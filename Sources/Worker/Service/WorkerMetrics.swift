@@ -94,13 +94,6 @@ final class WorkerMetrics: Sendable {
     stages[stage]?.recordNanoseconds(Int64(max(0, seconds) * 1e9))
   }
 
-  /// Times `body` as `stage`.
-  func timed<T, E: Error>(_ stage: Stage, _ body: () async throws(E) -> T) async throws(E) -> T {
-    let start = ContinuousClock.now
-    defer { self.stage(stage, seconds: Self.seconds(start.duration(to: .now))) }
-    return try await body()
-  }
-
   func downloaded(bytes: Int) { downloadBytes.increment(by: bytes) }
 
   func budget(_ bytes: Int) { memoryBudget.record(bytes) }
@@ -116,9 +109,5 @@ final class WorkerMetrics: Sendable {
     queueJobs["running"]?.record(depth.running)
     queueReady.record(depth.ready)
     queueOldestReady.record(depth.oldestReadySeconds)
-  }
-
-  static func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
   }
 }
