@@ -63,15 +63,21 @@ let package = Package(
       // The statements' source: compiled into Generated/Statements.swift by scripts/gen-sql.py.
       exclude: ["SQL"],
       swiftSettings: strict),
+    // libcurl's multi interface on one thread: every HTTP transfer of a process, downloads and uploads.
+    .target(name: "Transport", dependencies: ["CCurlShim"], swiftSettings: strict),
     .target(
       name: "Fetch",
-      dependencies: ["ThumbCore", "Blocking", "CCurlShim", .product(name: "Logging", package: "swift-log")],
+      dependencies: [
+        "ThumbCore", "Blocking", "CCurlShim", "Transport", .product(name: "Logging", package: "swift-log"),
+      ],
       swiftSettings: strict),
-    .target(name: "Storage", dependencies: ["ThumbCore", "Blocking", "CLibCrypto"], swiftSettings: strict),
+    .target(
+      name: "Storage", dependencies: ["ThumbCore", "Blocking", "CLibCrypto", "Transport"],
+      swiftSettings: strict),
     .target(
       name: "Worker",
       dependencies: [
-        "ThumbCore", "Blocking", "Imaging", "Queue", "Fetch", "Storage",
+        "ThumbCore", "Blocking", "Imaging", "Queue", "Fetch", "Storage", "Transport",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "Prometheus", package: "swift-prometheus"),
@@ -107,7 +113,7 @@ let package = Package(
     .testTarget(
       name: "IntegrationTests",
       dependencies: [
-        "Worker", "Queue", "Fetch", "Storage", "Imaging", "ThumbCore", "Blocking", "TestSupport",
+        "Worker", "Queue", "Fetch", "Storage", "Transport", "Imaging", "ThumbCore", "Blocking", "TestSupport",
       ],
       swiftSettings: strict),
   ],

@@ -5,7 +5,9 @@
 # create an IAM user, its access key, a policy allowing S3, and the test bucket.
 #
 #   scripts/s3-temp.sh start DIR  -> prints KEY=VALUE lines (also in DIR/env): THUMBD_TEST_S3_ENDPOINT,
-#                                    THUMBD_TEST_S3_BUCKET, THUMBD_TEST_S3_ACCESS_KEY, THUMBD_TEST_S3_SECRET_KEY
+#                                    THUMBD_TEST_S3_BUCKET, THUMBD_TEST_S3_ACCESS_KEY, THUMBD_TEST_S3_SECRET_KEY,
+#                                    and temporary credentials: THUMBD_TEST_S3_SESSION_ACCESS_KEY,
+#                                    _SESSION_SECRET_KEY, _SESSION_TOKEN
 #   scripts/s3-temp.sh stop DIR   -> stops it and deletes DIR
 set -euo pipefail
 
@@ -23,8 +25,8 @@ start() {
   mkdir -p "$dir"
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  # Four free requests: create user, attach policy, create access key, create bucket.
-  INITIAL_NO_AUTH_ACTION_COUNT=4 nohup "$python" -m moto.server -H 127.0.0.1 -p "$port" \
+  # Six free requests: create the user, its policy, its access key, the bucket, a role and its policy.
+  INITIAL_NO_AUTH_ACTION_COUNT=6 nohup "$python" -m moto.server -H 127.0.0.1 -p "$port" \
     >"$dir/moto.log" 2>&1 &
   echo $! >"$dir/pid"
   local up=""
@@ -44,15 +46,32 @@ iam = boto3.client("iam", endpoint_url=endpoint, **anon)
 iam.create_user(UserName="thumbd-test")
 iam.put_user_policy(
     UserName="thumbd-test", PolicyName="s3",
-    PolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}')
+    PolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*","sts:AssumeRole"],"Resource":"*"}]}')
 key = iam.create_access_key(UserName="thumbd-test")["AccessKey"]
 s3 = boto3.client("s3", endpoint_url=endpoint, **anon)
 s3.create_bucket(Bucket="thumbd-test")
+# Temporary credentials with a session token: a role the user assumes (moto checks the token of an
+# assumed role's keys). Signed by the user's key: the free requests are used up by now.
+iam.create_role(
+    RoleName="thumbd-test-role",
+    AssumeRolePolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow",'
+    '"Principal":{"AWS":"arn:aws:iam::123456789012:user/thumbd-test"},"Action":"sts:AssumeRole"}]}')
+iam.put_role_policy(
+    RoleName="thumbd-test-role", PolicyName="s3",
+    PolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}')
+sts = boto3.client("sts", endpoint_url=endpoint, region_name="us-east-1",
+                   aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"])
+session = sts.assume_role(
+    RoleArn="arn:aws:iam::123456789012:role/thumbd-test-role", RoleSessionName="thumbd-test",
+    DurationSeconds=43200)["Credentials"]
 with open(out, "w") as f:
     f.write(f"THUMBD_TEST_S3_ENDPOINT={endpoint}\n")
     f.write("THUMBD_TEST_S3_BUCKET=thumbd-test\n")
     f.write(f"THUMBD_TEST_S3_ACCESS_KEY={key['AccessKeyId']}\n")
     f.write(f"THUMBD_TEST_S3_SECRET_KEY={key['SecretAccessKey']}\n")
+    f.write(f"THUMBD_TEST_S3_SESSION_ACCESS_KEY={session['AccessKeyId']}\n")
+    f.write(f"THUMBD_TEST_S3_SESSION_SECRET_KEY={session['SecretAccessKey']}\n")
+    f.write(f"THUMBD_TEST_S3_SESSION_TOKEN={session['SessionToken']}\n")
 PY
   cat "$dir/env"
 }

@@ -1,6 +1,7 @@
 import CLibCurl
 import Foundation
 public import ThumbCore
+public import Transport
 
 /// The limits every download runs under. The defaults are documented in docs/fetching.md; the flags
 /// that change them are `thumbd worker --fetch-timeout`, `--max-download-bytes`, ...

@@ -2,22 +2,25 @@ import CCurlShim
 import CLibCurl
 import Foundation
 import ThumbCore
+import Transport
 
-/// One HTTP GET: its curl handle, configured with every limit and guard, the state its callbacks fill in,
-/// and the continuation CurlMulti resumes when it ends.
+/// One HTTP GET of an original: its curl handle, configured with every limit and guard, and the state
+/// its callbacks fill in.
 ///
 /// @unchecked Sendable: it is built by the fetching task, then touched only by the CurlMulti thread until
-/// `finish`, then only by the fetching task again (the continuation orders the hand-overs).
-final class Transfer: @unchecked Sendable {
+/// the transfer ends, then only by the fetching task again (CurlMulti's continuation orders the
+/// hand-overs).
+final class Transfer: CurlTransfer, @unchecked Sendable {
   let easy: CurlEasy
   let state: TransferState
-  var finished: CheckedContinuation<CURLcode, Never>?
+  var cancellation: TransferCancellation { state.cancellation }
 
   init(
     url: String, validators: Validators?, limits: FetchLimits, addressGuard: AddressGuard,
     timeout: Double, cancellation: TransferCancellation, memory: (any DownloadMemory)?
   ) throws(JobError) {
-    easy = try CurlEasy()
+    guard let easy = CurlEasy() else { throw JobError(.internalError, "curl_easy_init failed") }
+    self.easy = easy
     state = TransferState(
       handle: easy.handle, maxBytes: limits.maxBytes, addressGuard: addressGuard,
       host: URLComponents(string: url)?.host, cancellation: cancellation, memory: memory)
@@ -65,11 +68,8 @@ final class Transfer: @unchecked Sendable {
     // No progress callback for cancellation: CurlMulti removes a cancelled transfer itself, at once.
   }
 
-  /// Called once, by the CurlMulti thread, after the handle left the multi handle.
-  func finish(_ code: CURLcode) {
-    finished?.resume(returning: code)
-    finished = nil
-  }
+  /// The thread that runs the transfer resumes it when the memory budget has room again.
+  func willStart(on multi: CurlMulti) { state.multi = multi }
 
   /// What the ended transfer comes to: the body, a 304, or a classified failure saying whether another
   /// try could help.

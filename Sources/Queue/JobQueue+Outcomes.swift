@@ -23,6 +23,9 @@ public enum JobOutcome: Sendable {
   case failed(JobError, retryAfter: Double?)
   /// Returned unfinished by a stopping worker: queued again at once, the attempt not counted.
   case handedBack
+  /// Failed through no fault of the job (the worker's storage refused it): queued again after
+  /// `retryAfter` seconds, the attempt not counted, the error and the attempt logged.
+  case deferred(JobError, retryAfter: Double)
 }
 
 /// The writes a worker makes for the jobs it holds, each for many jobs in one statement.
@@ -54,12 +57,13 @@ extension JobQueue {
     _ outcomes: [(job: LeasedJob, outcome: JobOutcome)]
   ) async throws(PostgresError) -> Set<Int64> {
     var succeeded: [(LeasedJob, JobResult)] = []
-    var failed: [(LeasedJob, JobError, Double?)] = []
+    var failed: [(LeasedJob, JobError, Double?, Bool)] = []
     var handedBack: [LeasedJob] = []
     for (job, outcome) in outcomes {
       switch outcome {
       case .succeeded(let result): succeeded.append((job, result))
-      case .failed(let error, let retryAfter): failed.append((job, error, retryAfter))
+      case .failed(let error, let retryAfter): failed.append((job, error, retryAfter, false))
+      case .deferred(let error, let retryAfter): failed.append((job, error, retryAfter, true))
       case .handedBack: handedBack.append(job)
       }
     }
@@ -90,9 +94,9 @@ extension JobQueue {
   }
 
   /// Failed attempts: back to `queued` after the job's own delay, or `failed` for good; either way the
-  /// attempt is added to the job's attempt log.
+  /// attempt is added to the job's attempt log. Deferred ones get their attempt back.
   private func recordFailures(
-    _ batch: [(LeasedJob, JobError, Double?)]
+    _ batch: [(LeasedJob, JobError, Double?, Bool)]
   ) async throws(PostgresError) -> Set<Int64> {
     let result = try await client.prepared(
       SQL.failJobs,
@@ -101,6 +105,7 @@ extension JobQueue {
         PostgresArray.literal(batch.map { $0.0.leaseToken }),
         PostgresArray.literal(batch.map { $0.2 }), PostgresArray.literal(batch.map { $0.1.code.rawValue }),
         PostgresArray.literal(batch.map { String($0.1.message.prefix(2000)) }),
+        PostgresArray.literal(batch.map { $0.3 }),
       ])
     return Set(try result.ids)
   }

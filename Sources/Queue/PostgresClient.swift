@@ -88,6 +88,10 @@ public enum PostgresArray {
   }
 
   /// Nil becomes SQL NULL (unquoted NULL in an array literal).
+  public static func literal(_ values: [Bool]) -> String {
+    "{" + values.map { $0 ? "t" : "f" }.joined(separator: ",") + "}"
+  }
+
   public static func literal(_ values: [Double?]) -> String {
     "{" + values.map { $0.map { String($0) } ?? "NULL" }.joined(separator: ",") + "}"
   }

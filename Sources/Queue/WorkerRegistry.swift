@@ -36,6 +36,12 @@ public struct WorkerCounters: Sendable, Equatable {
   /// one photo). Kept in the process, not published.
   public var decodes = 0
   public var sharedDecodes = 0
+  /// Variant objects sent to the storage, and those found already there (content addressing).
+  public var uploads = 0
+  public var alreadyStored = 0
+  /// Jobs whose variants were taken from an earlier job with the same original bytes and profile: no
+  /// download of theirs was decoded.
+  public var reusedRenders = 0
 
   public init() {}
 }

@@ -11,6 +11,10 @@ public enum ErrorCode: String, Sendable, CaseIterable, Codable {
   case corruptImage = "corrupt_image"
   case overMemoryBudget = "over_memory_budget"
   case storageFailed = "storage_failed"
+  /// The storage turned the worker's request down for a reason no retry cures: credentials, permissions,
+  /// a missing bucket. The configuration's fault, not the job's: the job is queued again without using
+  /// an attempt, and the worker logs it loudly (docs/operations.md, "Storage").
+  case storageRefused = "storage_refused"
   /// A worker held the job past its lease without finishing (crashed, frozen, partitioned).
   case leaseExpired = "lease_expired"
   /// A bug or an unexpected library failure: retried, since it may not recur.
@@ -24,7 +28,7 @@ public enum ErrorCode: String, Sendable, CaseIterable, Codable {
     case .notFound, .httpError, .tooLarge, .blockedSource, .unsupportedFormat, .corruptImage,
       .overMemoryBudget, .invalidProfile:
       return true
-    case .fetchFailed, .timeout, .storageFailed, .leaseExpired, .internalError:
+    case .fetchFailed, .timeout, .storageFailed, .storageRefused, .leaseExpired, .internalError:
       return false
     }
   }

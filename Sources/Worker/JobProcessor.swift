@@ -4,6 +4,7 @@ import Foundation
 public import Imaging
 public import Queue
 public import Storage
+import Synchronization
 public import ThumbCore
 
 /// Turns one leased job into stored variants: fetch, decode and render, store. All blocking work runs on
@@ -19,6 +20,9 @@ public struct JobProcessor: Sendable {
   let renders = SharedRenders()
   /// Where stage times go (nil: not recorded).
   let metrics: WorkerMetrics?
+  /// The storage's last refusal: for a while after it, jobs fail at once instead of downloading and
+  /// rendering what the storage would refuse again.
+  let refusals = RefusalWindow(holdFor: .seconds(10))
 
   public init(
     originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool
@@ -51,6 +55,7 @@ public struct JobProcessor: Sendable {
   }
 
   public func process(_ job: LeasedJob) async throws(JobError) -> JobResult {
+    if let refusal = refusals.recent() { throw refusal }
     let profile: Profile
     do {
       profile = try ProfileSpec.parse(name: job.profileName, json: Data(job.profileSpec.utf8))
@@ -81,19 +86,48 @@ public struct JobProcessor: Sendable {
         }
       }
     }
-    let store = self.store
     let storing = ContinuousClock.now
     defer { metrics?.stage(.store, seconds: storing.duration(to: .now).inSeconds) }
-    return try await pool.run { () throws(JobError) -> JobResult in
-      let records = try rendered.map { (variant) throws(JobError) -> VariantRecord in
-        let key = StorageKey.contentAddressed(variant.data, fileExtension: variant.format.fileExtension)
-        try store.put(key: key, bytes: variant.data, contentType: variant.format.contentType)
-        return VariantRecord(
-          name: variant.name, width: variant.size.width, height: variant.size.height,
-          format: variant.format.rawValue, bytes: variant.data.count, storageKey: key)
-      }
-      return JobResult(variants: records, thumbHash: info.thumbHash)
+    let records = try await store(rendered)
+    return JobResult(variants: records, thumbHash: info.thumbHash)
+  }
+
+  /// Stores the variants, all at once (each is a request or two when the storage is remote), and
+  /// returns their rows. The first failure is thrown, a refusal before any other.
+  private func store(_ variants: [RenderedVariant]) async throws(JobError) -> [VariantRecord] {
+    let keys = await pool.run {
+      variants.map { StorageKey.contentAddressed($0.data, fileExtension: $0.format.fileExtension) }
     }
+    let (store, metrics) = (self.store, self.metrics)
+    let results = await withTaskGroup(of: (Int, Result<VariantRecord, JobError>).self) { group in
+      for (index, variant) in variants.enumerated() {
+        group.addTask {
+          let result = await Result { () async throws(JobError) -> VariantRecord in
+            let outcome = try await store.put(
+              key: keys[index], bytes: variant.data, contentType: variant.format.contentType)
+            metrics?.stored(outcome == .uploaded ? .uploaded : .alreadyStored, bytes: variant.data.count)
+            return VariantRecord(
+              name: variant.name, width: variant.size.width, height: variant.size.height,
+              format: variant.format.rawValue, bytes: variant.data.count, storageKey: keys[index])
+          }
+          return (index, result)
+        }
+      }
+      var results = [Result<VariantRecord, JobError>?](repeating: nil, count: variants.count)
+      for await (index, result) in group { results[index] = result }
+      return results.compactMap { $0 }
+    }
+    let failures = results.compactMap { result -> JobError? in
+      if case .failure(let error) = result { return error }
+      return nil
+    }
+    if let refusal = failures.first(where: { $0.code == .storageRefused }) {
+      refusals.record(refusal)
+      throw refusal
+    }
+    if let failure = failures.first { throw failure }
+    refusals.clear()
+    return results.compactMap { try? $0.get() }
   }
 
   enum RenderOutcome {
@@ -169,4 +203,22 @@ extension OriginalRecord {
       lastModified: original.validators.lastModified, format: format?.rawValue,
       size: format.flatMap { ImageProbe.pixelSize(original.bytes, format: $0) })
   }
+}
+
+/// The storage's last refusal, kept for `holdFor`: within it, jobs fail at once with that refusal.
+final class RefusalWindow: Sendable {
+  private let last = Mutex<(at: ContinuousClock.Instant, error: JobError)?>(nil)
+  let holdFor: Duration
+
+  init(holdFor: Duration) { self.holdFor = holdFor }
+
+  func recent(now: ContinuousClock.Instant = .now) -> JobError? {
+    last.withLock { last in
+      guard let (at, error) = last, at.duration(to: now) < holdFor else { return nil }
+      return error
+    }
+  }
+
+  func record(_ error: JobError) { last.withLock { $0 = (.now, error) } }
+  func clear() { last.withLock { $0 = nil } }
 }

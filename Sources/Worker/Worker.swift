@@ -10,6 +10,7 @@ import ServiceLifecycle
 import Storage
 import Synchronization
 public import ThumbCore
+import Transport
 public import UnixSignals
 
 /// Turns one leased job into stored variants, or a classified error. The worker's real handler is
@@ -85,7 +86,10 @@ public final class Worker: Sendable {
     let multi = CurlMulti()
     let originals = makeOriginalSource(recordingWith: writer, pool: pool, multi: multi)
     memory.onShortfall { originals.evict(atLeast: $0) }
-    let handler = try self.handler ?? makeProcessor(originals: originals, pool: pool)
+    // The storage is opened only for the real pipeline (benchmarks' handlers store nothing).
+    let store =
+      try self.handler == nil ? StorageURL.open(config.storageSettings, pool: pool, multi: multi) : nil
+    let handler = self.handler ?? makeProcessor(originals: originals, pool: pool, store: store!)
     let readiness = Readiness(livenessWindow: .seconds(60 + config.leaseSeconds))
     let completer = Completer(queue: writer, logger: logger) { [metrics] in metrics.outcomeBatch() }
     let runner = JobRunner(
@@ -115,6 +119,12 @@ public final class Worker: Sendable {
         }, logger: logger)
       services.append(.init(service: endpoint, serviceName: "http"))
     }
+    if let store {
+      readiness.expectStorageCheck()
+      services.append(
+        .init(
+          service: StorageCheck(store: store, readiness: readiness, logger: logger), serviceName: "storage"))
+    }
     services += [
       .init(service: ListenerService(listener: listener, pool: pool), serviceName: "listener"),
       .init(
@@ -125,8 +135,10 @@ public final class Worker: Sendable {
     ]
     // A service that ends (the producer, drained) or fails (the endpoint cannot bind) stops the others
     // gracefully: jobs are handed back, never dropped.
+    // The storage check alone ends by itself when all is well.
     for index in services.indices {
-      services[index].successTerminationBehavior = .gracefullyShutdownGroup
+      services[index].successTerminationBehavior =
+        services[index].serviceName == "storage" ? .ignore : .gracefullyShutdownGroup
       services[index].failureTerminationBehavior = .gracefullyShutdownGroup
     }
     var groupConfig = ServiceGroupConfiguration(
@@ -154,15 +166,18 @@ public final class Worker: Sendable {
         "originals.shared_downloads": "\(fetches.sharedDownloads)",
         "originals.cache_hits": "\(fetches.cacheHits)",
         "originals.revalidations": "\(fetches.revalidations)", "renders.decodes": "\(result.decodes)",
-        "renders.shared": "\(result.sharedDecodes)",
+        "renders.shared": "\(result.sharedDecodes)", "renders.reused": "\(result.reusedRenders)",
+        "storage.uploads": "\(result.uploads)", "storage.already_stored": "\(result.alreadyStored)",
       ])
     return result
   }
 
-  private func makeProcessor(originals: OriginalSource, pool: BlockingPool) throws -> JobProcessor {
+  private func makeProcessor(
+    originals: OriginalSource, pool: BlockingPool, store: any ThumbnailStore
+  ) -> JobProcessor {
     JobProcessor(
-      originals: originals, thumbnailer: Thumbnailer(maxPixels: config.maxPixels),
-      store: try StorageURL.open(config.storageURL), pool: pool, memory: memory, metrics: metrics)
+      originals: originals, thumbnailer: Thumbnailer(maxPixels: config.maxPixels), store: store, pool: pool,
+      memory: memory, metrics: metrics)
   }
 
   /// Downloads each URL once for all the jobs here that name it, and writes its `thumbs.originals` row

@@ -1,11 +1,27 @@
 public import Fetch
 import Foundation
+public import Storage
 public import ThumbCore
 
 /// Everything `thumbd worker` is told on its command line or in THUMBD_* variables.
 public struct WorkerConfig: Sendable {
   public var databaseURL: String
   public var storageURL: String
+  /// For `s3://` storage: `--s3-endpoint` (nil: AWS), `--s3-region`, `--s3-path-style`, and the
+  /// credentials from `AWS_*`.
+  public var s3Endpoint: String?
+  public var s3Region = "us-east-1"
+  public var s3PathStyle = false
+  public var s3Credentials: S3Credentials?
+
+  public var storageSettings: StorageSettings {
+    var settings = StorageSettings(url: storageURL)
+    settings.s3Endpoint = s3Endpoint
+    settings.s3Region = s3Region
+    settings.s3PathStyle = s3PathStyle
+    settings.s3Credentials = s3Credentials
+    return settings
+  }
   public var concurrency: Int = 2
   public var memoryBudget: Int = 256 * 1024 * 1024
   public var drain = false

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Metrics
 import Prometheus
+import Queue
 import Synchronization
 import ThumbCore
 import Worker
@@ -37,7 +38,14 @@ struct WorkerCommand: AsyncParsableCommand {
     Allocator.tuneForLargeBuffers()
     let worker = Worker(config: settings.worker, logger: Logger(label: "thumbd.worker"), registry: registry)
     let secondSignal = exitOnSecondSignal()
-    let totals = try await worker.run(signals: [.sigterm, .sigint])
+    let totals: WorkerCounters
+    do {
+      totals = try await worker.run(signals: [.sigterm, .sigint])
+    } catch let refused as StorageRefused {
+      // One line, naming the bucket and the storage's error code (the contract's start-up check).
+      FileHandle.standardError.write(Data("thumbd worker: \(refused)\n".utf8))
+      throw ExitCode(1)
+    }
     withExtendedLifetime(secondSignal) {}
     if totals.succeeded + totals.failed + totals.retried == 0 && settings.worker.drain {
       print("no jobs were due")

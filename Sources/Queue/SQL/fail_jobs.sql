@@ -1,15 +1,17 @@
 -- name: fail_jobs
 -- Failed attempts: each job goes back to queued after its own delay ($3, in seconds), or to failed for
--- good when its delay is NULL; either way the attempt is appended to the job's attempt log. Returns
--- the ids written; a job missing from the answer lost its lease.
+-- good when its delay is NULL; either way the attempt is appended to the job's attempt log. A job whose
+-- $6 is true gets its attempt back (the failure was the worker's configuration, not the job's: it
+-- must not use up max_attempts). Returns the ids written; a job missing from the answer lost its lease.
 --
 -- Fencing and lock order as in heartbeat_jobs: only rows still running under the caller's
 -- lease_token, locked in id order.
--- params: ids bigint[], tokens uuid[], retry_after float8[], codes text[], messages text[]
+-- params: ids bigint[], tokens uuid[], retry_after float8[], codes text[], messages text[],
+-- params: refunds bool[]
 -- returns: id bigint
 WITH input AS (
-  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[], $5::text[])
-           AS t(id, token, retry_after, code, message)),
+  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[], $5::text[], $6::bool[])
+           AS t(id, token, retry_after, code, message, refund)),
 locked AS MATERIALIZED (
   SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
    WHERE j.lease_token = i.token AND j.state = 'running'
@@ -19,10 +21,12 @@ UPDATE thumbs.jobs j
        run_at = CASE WHEN i.retry_after IS NULL THEN j.run_at
                      ELSE now() + make_interval(secs => i.retry_after) END,
        finished_at = CASE WHEN i.retry_after IS NULL THEN now() END,
+       attempts = CASE WHEN i.refund THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
        error_code = i.code, last_error = i.message, lease_token = NULL, lease_expires_at = NULL,
        attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
          'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
-         'outcome', CASE WHEN i.retry_after IS NULL THEN 'failed' ELSE 'retry' END,
+         'outcome', CASE WHEN i.retry_after IS NULL THEN 'failed' WHEN i.refund THEN 'deferred'
+                         ELSE 'retry' END,
          'error_code', i.code, 'error', i.message))
   FROM locked, input i
  WHERE j.id = locked.id AND i.id = j.id

@@ -23,6 +23,11 @@ final class JobRunner: Sendable {
 
   let book = Mutex(LeaseBook<Execution>())
   private let runningCount = Atomic<Int>(0)
+  /// Jobs the storage refused in a row (reset by a success): how long the next one waits.
+  private let refusalStreak = Atomic<Int>(0)
+  /// The wait of a job the storage refused: 10 s doubling to 5 minutes, while the configuration is
+  /// fixed. No attempt is used (JobOutcome.deferred).
+  static let refusalBackoff = RetryPolicy(baseSeconds: 10, capSeconds: 300, jitter: 0.25)
   /// Running jobs that gave their slot up while they wait for memory or a shared decode (SlotLease).
   private let asideCount = Atomic<Int>(0)
   /// Signalled when a job ends or steps aside: the producer may lease again.
@@ -99,6 +104,11 @@ final class JobRunner: Sendable {
     switch outcome {
     case .success(let records):
       write = .succeeded(records)
+      refusalStreak.store(0, ordering: .relaxed)
+    case .failure(let error) where error.code == .storageRefused:
+      let streak = refusalStreak.add(1, ordering: .relaxed).newValue
+      write = .deferred(
+        error, retryAfter: Self.refusalBackoff.delay(afterAttempt: streak, unit: Double.random(in: 0..<1)))
     case .failure(let error):
       let decision = retryPolicy.decide(
         code: error.code, attempt: job.attempt, maxAttempts: job.maxAttempts, unit: Double.random(in: 0..<1))
@@ -121,6 +131,15 @@ final class JobRunner: Sendable {
         metadata: [
           "error.code": "\(error.code.rawValue)", "error.message": "\(error.message)",
           "retry.after_seconds": "\(retryAfter.map { String(format: "%.1f", $0) } ?? "-")",
+        ])
+    case (true?, .deferred(let error, let retryAfter)):
+      metrics.job(.retried, code: error.code)
+      // Loud: every job waits until someone fixes the storage configuration.
+      jobLogger.error(
+        "storage refuses this worker's requests: fix the storage configuration; the job is queued again without using an attempt",
+        metadata: [
+          "error.code": "\(error.code.rawValue)", "error.message": "\(error.message)",
+          "retry.after_seconds": "\(String(format: "%.1f", retryAfter))",
         ])
     case (false?, _) where endedAs == .held:
       metrics.leaseLost()

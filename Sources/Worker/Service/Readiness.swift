@@ -9,6 +9,8 @@ import Synchronization
 final class Readiness: Sendable {
   private struct State {
     var started = false
+    /// False while the storage's start-up check (StorageCheck) has not passed.
+    var storageChecked = true
     var databaseAnswers = false
     var stopping = false
     /// False while the HTTP endpoint is configured but not yet listening.
@@ -25,7 +27,9 @@ final class Readiness: Sendable {
     self.livenessWindow = livenessWindow
   }
 
-  var isReady: Bool { state.withLock { $0.started && $0.databaseAnswers && !$0.stopping } }
+  var isReady: Bool {
+    state.withLock { $0.started && $0.storageChecked && $0.databaseAnswers && !$0.stopping }
+  }
   var isLive: Bool { state.withLock { $0.lastKeeperRound.duration(to: .now) < livenessWindow } }
   var databaseAnswers: Bool { state.withLock { $0.databaseAnswers } }
 
@@ -40,16 +44,32 @@ final class Readiness: Sendable {
   func endpointListening() { state.withLock { $0.endpointListening = true } }
   var isEndpointListening: Bool { state.withLock { $0.endpointListening } }
 
-  /// The worker reached the database and announced itself: the producer may lease.
+  /// The storage will be checked: the producer leases only once it can write there.
+  func expectStorageCheck() { state.withLock { $0.storageChecked = false } }
+
+  /// The storage took a write.
+  func storageCheckPassed() {
+    if state.withLock({
+      $0.storageChecked = true; return $0.started
+    }) {
+      startedSignal.resolve(true)
+    }
+  }
+
+  /// The worker reached the database and announced itself: once the storage is checked too, the
+  /// producer may lease.
   func started() {
-    state.withLock { $0.started = true }
-    startedSignal.resolve(true)
+    if state.withLock({
+      $0.started = true; return $0.storageChecked
+    }) {
+      startedSignal.resolve(true)
+    }
   }
 
   /// The start-up was given up (a stop came first).
   func abandoned() { startedSignal.resolve(false) }
 
-  /// True once started; false when the start-up was abandoned.
+  /// True once started (database and storage); false when the start-up was abandoned.
   func waitUntilStarted() async -> Bool { await startedSignal.value }
 
   /// Runs one database call and records whether the database answered. A query error (a constraint,

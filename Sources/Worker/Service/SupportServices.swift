@@ -2,6 +2,7 @@ import Blocking
 import Fetch
 import Queue
 import ServiceLifecycle
+import Transport
 
 /// The LISTEN connection's thread, as a service: started with the group, stopped after the keeper.
 struct ListenerService: Service {

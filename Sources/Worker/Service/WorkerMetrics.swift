@@ -18,6 +18,11 @@ final class WorkerMetrics: Sendable {
     case fetch, decode, resize, encode, store
   }
 
+  enum Stored: String, CaseIterable {
+    case uploaded
+    case alreadyStored = "already_stored"
+  }
+
   /// The histogram buckets of `thumbd_stage_seconds`: from a small decode to a slow download.
   static let stageBuckets: [Duration] = [
     .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25),
@@ -31,6 +36,9 @@ final class WorkerMetrics: Sendable {
   private let stages: [Stage: Timer]
   private let downloadBytes: Counter
   private let leasesLost: Counter
+  private let storedObjects: [Stored: Counter]
+  private let uploadBytes: Counter
+  private let reused: Counter
   private let memoryBudget: Gauge
   private let memoryInUse: Gauge
   private let jobsRunning: Gauge
@@ -46,6 +54,16 @@ final class WorkerMetrics: Sendable {
       })
     downloadBytes = Counter(label: "thumbd_download_bytes_total", factory: factory)
     leasesLost = Counter(label: "thumbd_leases_lost_total", factory: factory)
+    storedObjects = Dictionary(
+      uniqueKeysWithValues: Stored.allCases.map {
+        (
+          $0,
+          Counter(
+            label: "thumbd_storage_objects_total", dimensions: [("result", $0.rawValue)], factory: factory)
+        )
+      })
+    uploadBytes = Counter(label: "thumbd_storage_upload_bytes_total", factory: factory)
+    reused = Counter(label: "thumbd_renders_reused_total", factory: factory)
     memoryBudget = Gauge(label: "thumbd_memory_budget_bytes", factory: factory)
     memoryInUse = Gauge(label: "thumbd_memory_in_use_bytes", factory: factory)
     jobsRunning = Gauge(label: "thumbd_jobs_running", factory: factory)
@@ -95,6 +113,21 @@ final class WorkerMetrics: Sendable {
   }
 
   func downloaded(bytes: Int) { downloadBytes.increment(by: bytes) }
+
+  /// A variant object stored (`bytes` sent when uploaded).
+  func stored(_ result: Stored, bytes: Int) {
+    storedObjects[result]!.increment()
+    totals.withLock {
+      if result == .uploaded { $0.uploads += 1 } else { $0.alreadyStored += 1 }
+    }
+    if result == .uploaded { uploadBytes.increment(by: bytes) }
+  }
+
+  /// A job took an earlier job's variants: same original bytes, same profile, no decode.
+  func reusedRender() {
+    reused.increment()
+    totals.withLock { $0.reusedRenders += 1 }
+  }
 
   func budget(_ bytes: Int) { memoryBudget.record(bytes) }
 

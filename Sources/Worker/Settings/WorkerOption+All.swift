@@ -15,13 +15,40 @@ extension WorkerOption {
       }, render: { $0.worker.databaseURL }),
     WorkerOption(
       "storage", .value(placeholder: "URL"), default: "required",
-      help: "where thumbnails go: `file:///abs/dir`; `s3://` is refused for now (`storage_failed`)",
+      help:
+        "where thumbnails go: `file:///abs/dir`, or `s3://bucket/prefix` with credentials in `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and optional `AWS_SESSION_TOKEN`",
       apply: { value, settings throws(OptionError.Problem) in
         guard value.hasPrefix("file:///") || value.hasPrefix("s3://") else {
           throw .init("'\(value)' is not file:///absolute/dir or s3://bucket/prefix")
         }
         settings.worker.storageURL = value
       }, render: { $0.worker.storageURL }),
+    WorkerOption(
+      "s3-endpoint", .value(placeholder: "URL"), default: "AWS's regional endpoint",
+      help: "the S3 service's `http(s)://host[:port]`, for MinIO, R2, Ceph and other S3-compatible storage",
+      apply: { value, settings throws(OptionError.Problem) in
+        let lower = value.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
+          throw .init("'\(value)' is not an http(s):// URL")
+        }
+        settings.worker.s3Endpoint = value
+      }, render: { $0.worker.s3Endpoint ?? "" }),
+    WorkerOption(
+      "s3-region", .value(placeholder: "REGION"), default: "`AWS_REGION`, else us-east-1",
+      help: "the region requests are signed for",
+      apply: { value, settings throws(OptionError.Problem) in
+        guard !value.isEmpty, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
+          throw .init("'\(value)' is not a region name such as eu-west-1")
+        }
+        settings.worker.s3Region = value
+      }, render: { $0.worker.s3Region }),
+    WorkerOption(
+      "s3-path-style", .flag,
+      help: "address objects as `ENDPOINT/BUCKET/KEY` instead of `BUCKET.ENDPOINT/KEY` (MinIO, Ceph)",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.s3PathStyle = try Read.bool(value)
+      },
+      render: { "\($0.worker.s3PathStyle)" }),
     WorkerOption(
       "concurrency", .value(placeholder: "N"), default: "the number of cores",
       help: "jobs processed at once (1-256)",

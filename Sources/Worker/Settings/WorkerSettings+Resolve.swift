@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 import Yams
 
 /// The outcome of reading the options: the settings, where each value came from, and every refused
@@ -59,6 +60,12 @@ extension WorkerSettings {
         errors.append(OptionError(key: option.key, source: source, message: error.message))
       }
     }
+    // The region falls back to the SDKs' variable; the credentials are only ever the SDKs' variables.
+    if sources["s3-region"] == .default, let region = environment["AWS_REGION"], !region.isEmpty {
+      settings.worker.s3Region = region
+      sources["s3-region"] = .environment("AWS_REGION")
+    }
+    settings.worker.s3Credentials = S3Credentials.from(environment: environment)
     settings.checkTogether(sources: sources, errors: &errors)
     return SettingsResolution(settings: settings, sources: sources, errors: errors)
   }
@@ -71,6 +78,9 @@ extension WorkerSettings {
         OptionError(
           key: key, source: .default,
           message: "required: set --\(key), \(option.environment) or `\(key):` in the configuration file"))
+    }
+    if sources["storage"] != .default, let problem = StorageURL.problem(worker.storageSettings) {
+      errors.append(OptionError(key: "storage", source: sources["storage"]!, message: problem))
     }
     if worker.effectiveOriginalCacheBytes >= worker.memoryBudget {
       errors.append(

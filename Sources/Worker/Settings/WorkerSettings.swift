@@ -24,9 +24,10 @@ public struct WorkerSettings: Sendable {
     worker.httpAddress = HTTPAddress(host: "0.0.0.0", port: 9464)
   }
 
-  /// Strings that must never appear in a log line or in `config check`: the database password.
+  /// Strings that must never appear in a log line or in `config check`: the database password, the S3
+  /// secret key and session token.
   public var secrets: [String] {
-    [DatabaseURL.password(in: worker.databaseURL)].compactMap { $0 }
+    [DatabaseURL.password(in: worker.databaseURL)].compactMap { $0 } + (worker.s3Credentials?.secrets ?? [])
   }
 }
 

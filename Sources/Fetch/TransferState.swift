@@ -1,24 +1,8 @@
 import CCurlShim
 import CLibCurl
 import Foundation
-import Synchronization
 import ThumbCore
-
-/// libcurl's global state, set up once before the first handle (curl_global_init is not thread-safe,
-/// a Swift static initialiser runs exactly once).
-enum CurlGlobal {
-  static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
-}
-
-/// Set when the job a download belongs to is abandoned (cancelled, lease lost, handed back). CurlMulti is
-/// woken when it is set and removes the transfer at once, instead of letting it run to its timeout.
-final class TransferCancellation: Sendable {
-  private let flag = Atomic<Bool>(false)
-
-  var isCancelled: Bool { flag.load(ordering: .relaxed) }
-
-  func cancel() { flag.store(true, ordering: .relaxed) }
-}
+import Transport
 
 /// Per-transfer state that curl's C callbacks reach through their userdata pointer.
 ///
@@ -69,55 +53,6 @@ final class TransferState: @unchecked Sendable {
     _ = thumbd_curl_getinfo_off_t(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced)
     let wanted = announced >= needed ? Int(announced) : max(needed, 2 * body.capacity, 256 * 1024)
     return min(wanted, maxBytes)
-  }
-}
-
-/// One curl easy handle and the request headers it points to, freed once in deinit. Used by one thread
-/// at a time.
-final class CurlEasy {
-  let handle: UnsafeMutableRawPointer
-  private var headers: UnsafeMutablePointer<curl_slist>?
-
-  init() throws(JobError) {
-    guard CurlGlobal.initialised, let handle = curl_easy_init() else {
-      throw JobError(.internalError, "curl_easy_init failed")
-    }
-    self.handle = handle
-  }
-
-  deinit {
-    curl_easy_cleanup(handle)  // first: the handle points into the header list
-    curl_slist_free_all(headers)
-  }
-
-  func set(_ option: CURLoption, _ value: Int) {
-    _ = thumbd_curl_setopt_long(handle, option, value)
-  }
-
-  func set(_ option: CURLoption, _ value: String) {
-    _ = thumbd_curl_setopt_string(handle, option, value)  // curl copies strings it is given
-  }
-
-  func setOffset(_ option: CURLoption, _ value: Int) {
-    _ = thumbd_curl_setopt_off_t(handle, option, curl_off_t(value))
-  }
-
-  /// Extra request headers. curl does not copy the list: this object keeps it until deinit.
-  func setHeaders(_ lines: [String]) {
-    for line in lines { headers = curl_slist_append(headers, line) }
-    _ = thumbd_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers)
-  }
-
-  func info(long info: CURLINFO) -> Int {
-    var value = 0
-    _ = thumbd_curl_getinfo_long(handle, info, &value)
-    return value
-  }
-
-  func info(string info: CURLINFO) -> String? {
-    var value: UnsafePointer<CChar>? = nil
-    _ = thumbd_curl_getinfo_string(handle, info, &value)
-    return value.map { String(cString: $0) }
   }
 }
 

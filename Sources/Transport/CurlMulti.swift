@@ -1,9 +1,21 @@
-import CCurlShim
-import CLibCurl
+public import CCurlShim
 import Foundation
 import Synchronization
 
-/// Drives every download of the process on one thread, with libcurl's multi interface.
+/// One transfer CurlMulti can run: a configured easy handle and the flag that abandons it.
+public protocol CurlTransfer: AnyObject, Sendable {
+  var easy: CurlEasy { get }
+  var cancellation: TransferCancellation { get }
+  /// Called once, on the calling task, just before the transfer is handed to `multi`'s thread.
+  func willStart(on multi: CurlMulti)
+}
+
+extension CurlTransfer {
+  public func willStart(on multi: CurlMulti) {}
+}
+
+/// Drives every HTTP transfer of the process on one thread, with libcurl's multi interface: downloads of
+/// originals and uploads to object storage alike.
 ///
 /// A transfer waiting on a slow origin costs a socket and a few kilobytes here, not a thread; the multi
 /// handle keeps one connection cache and one DNS cache for all transfers, so a second original from the
@@ -13,15 +25,23 @@ import Synchronization
 ///
 /// A worker owns one and shuts it down last, once no job can start a transfer any more (the Worker's
 /// service group); `shared` serves everything else (the `thumbnail` command, tests) and lives as long as
-/// the process.
+/// the process. Transfers are `CurlTransfer`s: Fetch's downloads, and `HTTPCall` for everything else.
 public final class CurlMulti: Sendable {
   public static let shared = CurlMulti(maxConnections: 256)
 
   /// The multi handle. Only the loop thread calls curl on it, except curl_multi_wakeup, which libcurl
   /// documents as safe from any thread.
   private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
+  /// A transfer and the task waiting for its end.
+  private struct Running {
+    let transfer: any CurlTransfer
+    let finished: CheckedContinuation<CURLcode, Never>
+
+    func finish(_ code: CURLcode) { finished.resume(returning: code) }
+  }
+
   /// Transfers to add, and whether the loop still takes them (false once shut down).
-  private let inbox = Mutex<(transfers: [Transfer], open: Bool)>(([], true))
+  private let inbox = Mutex<(transfers: [Running], open: Bool)>(([], true))
   /// Resumed by the loop thread when it has ended every transfer and freed the multi handle.
   private let ended = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
   /// Transfers paused for memory to resume, by handle address.
@@ -40,26 +60,26 @@ public final class CurlMulti: Sendable {
 
   /// Runs `transfer` to its end and returns curl's result. Cancelling the calling task sets the
   /// transfer's cancellation flag and wakes the loop, which removes the transfer at once.
-  func perform(_ transfer: Transfer) async -> CURLcode {
-    await withTaskCancellationHandler {
+  public func perform(_ transfer: some CurlTransfer) async -> CURLcode {
+    transfer.willStart(on: self)
+    return await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
-        transfer.finished = continuation
-        transfer.state.multi = self
+        let running = Running(transfer: transfer, finished: continuation)
         let accepted = inbox.withLock { inbox in
-          if inbox.open { inbox.transfers.append(transfer) }
+          if inbox.open { inbox.transfers.append(running) }
           return inbox.open
         }
-        if accepted { curl_multi_wakeup(multi) } else { transfer.finish(CURLE_ABORTED_BY_CALLBACK) }
+        if accepted { curl_multi_wakeup(multi) } else { running.finish(CURLE_ABORTED_BY_CALLBACK) }
       }
     } onCancel: {
-      transfer.state.cancellation.cancel()
+      transfer.cancellation.cancel()
       curl_multi_wakeup(multi)
     }
   }
 
   /// Resumes a transfer paused by its write callback (the memory budget had no room). Callable from any
   /// thread; a transfer that ended meanwhile is ignored.
-  func resume(_ handle: UInt) {
+  public func resume(_ handle: UInt) {
     resumptions.withLock { $0.append(handle) }
     curl_multi_wakeup(multi)
   }
@@ -79,7 +99,7 @@ public final class CurlMulti: Sendable {
   }
 
   private func loop() {
-    var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    var active: [UnsafeMutableRawPointer: Running] = [:]
     while true {
       let (arrived, open) = inbox.withLock { inbox in
         defer { inbox.transfers.removeAll() }
@@ -101,10 +121,10 @@ public final class CurlMulti: Sendable {
         return
       }
       for transfer in arrived {
-        if transfer.state.cancellation.isCancelled {
+        if transfer.transfer.cancellation.isCancelled {
           transfer.finish(CURLE_ABORTED_BY_CALLBACK)
-        } else if curl_multi_add_handle(multi, transfer.easy.handle) == CURLM_OK {
-          active[transfer.easy.handle] = transfer
+        } else if curl_multi_add_handle(multi, transfer.transfer.easy.handle) == CURLM_OK {
+          active[transfer.transfer.easy.handle] = transfer
         } else {
           transfer.finish(CURLE_FAILED_INIT)
         }
@@ -119,7 +139,7 @@ public final class CurlMulti: Sendable {
         }
       }
       // A cancelled transfer leaves now, not at its next callback (which a stalled origin may delay).
-      for (handle, transfer) in active where transfer.state.cancellation.isCancelled {
+      for (handle, transfer) in active where transfer.transfer.cancellation.isCancelled {
         curl_multi_remove_handle(multi, handle)
         active[handle] = nil
         transfer.finish(CURLE_ABORTED_BY_CALLBACK)

@@ -1,0 +1,164 @@
+import Foundation
+public import ThumbCore
+public import Transport
+
+/// Credentials for S3, from the standard `AWS_*` variables. Never logged: `description` masks them.
+public struct S3Credentials: Sendable, CustomStringConvertible {
+  public var accessKey: String
+  public var secretKey: String
+  public var sessionToken: String?
+
+  public init(accessKey: String, secretKey: String, sessionToken: String? = nil) {
+    self.accessKey = accessKey
+    self.secretKey = secretKey
+    self.sessionToken = sessionToken
+  }
+
+  /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and optional `AWS_SESSION_TOKEN`; nil when a key is
+  /// missing.
+  public static func from(environment: [String: String]) -> S3Credentials? {
+    guard let key = environment["AWS_ACCESS_KEY_ID"], !key.isEmpty,
+      let secret = environment["AWS_SECRET_ACCESS_KEY"], !secret.isEmpty
+    else { return nil }
+    let token = environment["AWS_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+    return S3Credentials(accessKey: key, secretKey: secret, sessionToken: token)
+  }
+
+  public var secrets: [String] { [secretKey] + (sessionToken.map { [$0] } ?? []) }
+  public var description: String {
+    "\(accessKey) (secret ****\(sessionToken == nil ? "" : ", session token ****"))"
+  }
+}
+
+/// Thumbnails in an S3-compatible bucket (AWS, MinIO, R2, Ceph, ...), written through the worker's curl
+/// transfer thread and signed by libcurl (CURLOPT_AWS_SIGV4).
+///
+/// Each put asks first whether the object exists (HEAD): content-addressed keys mean an existing object
+/// is the same bytes, so it is not sent again. (The answer is not remembered: an operator's sweep of
+/// orphaned objects may delete a key between two jobs.) The payload's SHA-256, which S3 wants in
+/// `x-amz-content-sha256`, is the key's own name: nothing is hashed twice.
+public final class S3Store: ThumbnailStore {
+  public let location: S3Location
+  let credentials: S3Credentials
+  let multi: CurlMulti
+  /// The whole of one put, its retries and their waits included.
+  let timeout: Double
+  let retry: FetchRetryPolicy
+
+  public init(
+    location: S3Location, credentials: S3Credentials, multi: CurlMulti, timeout: Double = 30,
+    retry: FetchRetryPolicy = FetchRetryPolicy(tries: 4, baseSeconds: 0.25)
+  ) {
+    self.location = location
+    self.credentials = credentials
+    self.multi = multi
+    self.timeout = timeout
+    self.retry = retry
+  }
+
+  public var identity: String { location.identity }
+
+  public func location(of key: String) -> String { location.url(of: key) }
+
+  static let cacheControl = "public, max-age=31536000, immutable"
+  static let emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+  public func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> StoreOutcome {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    let exists = try await exchange(.head, key: key, deadline: deadline)
+    if exists == .ok { return .alreadyStored }
+    let hash = StorageKey.contentHash(of: key) ?? StorageKey.sha256Hex(bytes)
+    _ = try await exchange(
+      .put, key: key, deadline: deadline, body: bytes,
+      headers: ["Content-Type: \(contentType)", "Cache-Control: \(Self.cacheControl)"], payloadHash: hash)
+    return .uploaded
+  }
+
+  /// Writes one small object, `PREFIX/.thumbd-check`: the one permission a worker needs (PutObject)
+  /// is the one checked. (A HEAD of the bucket would need another, and its answer has no error code.)
+  public func check() async throws(JobError) {
+    let body = Array("thumbd storage check: this worker can write here\n".utf8)
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    _ = try await exchange(
+      .put, key: ".thumbd-check", deadline: deadline, body: body, headers: ["Content-Type: text/plain"],
+      payloadHash: StorageKey.sha256Hex(body))
+  }
+
+  /// One request, retried while the answer is transient and the deadline allows. HEAD answers `.ok`
+  /// or `.missing`; a refusal throws `storage_refused`, a transient failure that outlived its retries
+  /// `storage_failed`.
+  private func exchange(
+    _ method: HTTPRequest.Method, key: String, deadline: ContinuousClock.Instant, body: [UInt8] = [],
+    headers: [String] = [], payloadHash: String = S3Store.emptyHash
+  ) async throws(JobError) -> S3Answer {
+    var tryNumber = 0
+    while true {
+      tryNumber += 1
+      let secondsLeft = ContinuousClock.now.duration(to: deadline).inSeconds
+      let what = "\(method.rawValue) s3://\(location.bucket)/\(location.objectName(key))"
+      guard secondsLeft > 0.01 else {
+        throw JobError(.storageFailed, "\(what): no answer within \(timeout) s")
+      }
+      var request = HTTPRequest(
+        method: method, url: location.url(of: key),
+        headers: headers + ["x-amz-content-sha256: \(payloadHash)"]
+          + (credentials.sessionToken.map { ["x-amz-security-token: \($0)"] } ?? []),
+        body: body,
+        signing: .init(
+          scope: "aws:amz:\(location.region):s3", accessKey: credentials.accessKey,
+          secretKey: credentials.secretKey))
+      request.timeout = secondsLeft
+      request.userAgent = "thumbd/\(ThumbdVersion.current)"
+      let answer: S3Answer
+      switch await multi.send(request) {
+      case .success(let response):
+        let retryAfter = response.headers["retry-after"].flatMap {
+          RetryAfter.seconds($0, now: Date().timeIntervalSince1970)
+        }
+        answer = S3Answer.classify(status: response.status, body: response.text, retryAfter: retryAfter)
+        if case .refused = answer, method == .head, response.status == 403 {
+          // Without read permission a HEAD is refused even for objects that exist: upload and let the
+          // PUT's own answer decide.
+          return .missing
+        }
+        if case .refused(let code) = answer {
+          throw JobError(
+            .storageRefused,
+            "\(what) answered HTTP \(response.status) \(code): \(Self.advice(code))"
+              + (location.endpoint.map { " (endpoint \($0))" } ?? "")
+          )
+        }
+      case .failure(let failure):
+        if failure.isCancelled { throw JobError(.internalError, "\(what): cancelled") }
+        answer = .transient(code: failure.description, retryAfter: nil)
+      }
+      guard case .transient(let code, let retryAfter) = answer else { return answer }
+      let decision = retry.decide(
+        afterTry: tryNumber, retryAfter: retryAfter,
+        secondsLeft: ContinuousClock.now.duration(to: deadline).inSeconds, unit: Double.random(in: 0..<1))
+      switch decision {
+      case .stop(let notBefore):
+        throw JobError(
+          .storageFailed, "\(what): \(code) (after \(tryNumber) tries)", retryNotBeforeSeconds: notBefore)
+      case .retry(let seconds):
+        try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+        if Task.isCancelled { throw JobError(.internalError, "\(what): cancelled") }
+      }
+    }
+  }
+
+  /// What an operator should look at for a refusal.
+  static func advice(_ code: String) -> String {
+    switch code {
+    case "NoSuchBucket": return "the bucket does not exist (check --storage and --s3-endpoint)"
+    case "SignatureDoesNotMatch": return "the secret key is wrong (AWS_SECRET_ACCESS_KEY)"
+    case "InvalidAccessKeyId": return "the access key is unknown (AWS_ACCESS_KEY_ID)"
+    case "InvalidToken", "ExpiredToken", "TokenRefreshRequired":
+      return "the session token is invalid or expired (AWS_SESSION_TOKEN)"
+    case "AccessDenied": return "the credentials may not write here (s3:PutObject on the prefix)"
+    case "PermanentRedirect", "AuthorizationHeaderMalformed":
+      return "the bucket is in another region or behind another endpoint (--s3-region, --s3-endpoint)"
+    default: return "the storage refuses this worker's requests"
+    }
+  }
+}

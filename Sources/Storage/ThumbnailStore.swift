@@ -1,0 +1,62 @@
+import CLibCrypto
+import Foundation
+public import ThumbCore
+
+/// Where thumbnails go. Keys are content-addressed (`ab/cd/<sha256>.jpg`): the same bytes always get the
+/// same key, so a repeated or duplicated write is harmless and stored objects never change (CDN-friendly).
+///
+/// Errors are classified: `storage_refused` when the storage turned the request down for a reason no
+/// retry cures (credentials, permissions, a missing bucket: the configuration), `storage_failed` when it
+/// failed in a way a later try may not (5xx, throttling, a reset connection), after retries.
+public protocol ThumbnailStore: Sendable {
+  /// Stores `bytes` under `key`, unless an object is already there (identical, by content addressing).
+  func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> StoreOutcome
+  /// Proves at start-up that the worker can write here: throws `storage_refused` when it cannot, in one
+  /// line naming the place and the storage's own error code. Transient failures are retried by the
+  /// caller.
+  func check() async throws(JobError)
+  /// Where a key can be found, for people (a path or a URL).
+  func location(of key: String) -> String
+  /// The place itself, without credentials: `file:///dir` or `s3://bucket/prefix` (plus the endpoint when
+  /// it is not AWS's). Renders are reused only from the same place.
+  var identity: String { get }
+}
+
+/// What a put did.
+public enum StoreOutcome: Sendable, Equatable {
+  case uploaded
+  /// An object with the key was already there: nothing was sent.
+  case alreadyStored
+}
+
+public enum StorageKey {
+  public static func contentAddressed(_ bytes: [UInt8], fileExtension: String) -> String {
+    let hex = sha256Hex(bytes)
+    let start = hex.startIndex
+    let a = hex[start..<hex.index(start, offsetBy: 2)]
+    let b = hex[hex.index(start, offsetBy: 2)..<hex.index(start, offsetBy: 4)]
+    return "\(a)/\(b)/\(hex).\(fileExtension)"
+  }
+
+  /// The SHA-256 a content-addressed key names (nil for other keys).
+  public static func contentHash(of key: String) -> String? {
+    let name = key.split(separator: "/").last.map { $0.split(separator: ".").first.map(String.init) ?? "" }
+    guard let name, name.count == 64, name.utf8.allSatisfy({ isHexDigit($0) }) else { return nil }
+    return name
+  }
+
+  public static func sha256Hex(_ bytes: [UInt8]) -> String {
+    var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+    bytes.withUnsafeBufferPointer { src in _ = SHA256(src.baseAddress, src.count, &digest) }
+    let digits = Array("0123456789abcdef".utf8)
+    var hex = [UInt8]()
+    hex.reserveCapacity(digest.count * 2)
+    for byte in digest {
+      hex.append(digits[Int(byte >> 4)])
+      hex.append(digits[Int(byte & 0x0f)])
+    }
+    return String(decoding: hex, as: UTF8.self)
+  }
+
+  private static func isHexDigit(_ c: UInt8) -> Bool { (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) }
+}
