@@ -109,7 +109,7 @@ let package = Package(
       dependencies: ["Imaging", "ThumbCore", "TestSupport", "CSpng", "CWebP", "CLCMS2", "CTurboJPEG"],
       swiftSettings: strict),
     // The worker's pieces that need no server: the options model, the log formats.
-    .testTarget(name: "WorkerTests", dependencies: ["Worker"], swiftSettings: strict),
+    .testTarget(name: "WorkerTests", dependencies: ["Worker", "Storage"], swiftSettings: strict),
     .testTarget(
       name: "IntegrationTests",
       dependencies: [
