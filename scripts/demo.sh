@@ -88,6 +88,14 @@ for name in "${names[@]}"; do
   "$bin" enqueue "$base/files/$(urlquote "$name")" >/dev/null
 done
 echo "enqueued ${#names[@]} photos"
+# The same photos shared again under other URLs, enqueued after the rest: their bytes and profile match
+# a job that has succeeded by the time they run, so they take its variants without decoding.
+shares=0
+for name in "${names[@]:0:3}"; do
+  "$bin" enqueue "$base/files/$(urlquote "$name")?shared=1" >/dev/null
+  shares=$((shares + 1))
+done
+echo "enqueued $shares of them again under another URL (a share: same bytes, rendered once)"
 # One that cannot succeed, to show how a failure is recorded.
 "$bin" enqueue "$base/status/404" >/dev/null
 echo "enqueued $base/status/404 (expected to fail: not_found)"
@@ -118,6 +126,9 @@ sql -c "SELECT count(*) AS variants, coalesce(sum(bytes), 0) AS total_bytes,
                pg_size_pretty(coalesce(sum(bytes), 0)::bigint) AS total_size
           FROM thumbs.variants"
 echo "elapsed: ${elapsed}s for ${#names[@]} photos with 2 workers"
+sql -c "SELECT count(*) FILTER (WHERE reused_from IS NOT NULL) AS reused_renders,
+               count(*) FILTER (WHERE reused_from IS NULL) AS rendered
+          FROM thumbs.jobs WHERE state = 'succeeded'"
 sql -c "SELECT job_id, name, width, height, bytes, storage_key
           FROM thumbs.variants ORDER BY job_id, name LIMIT 8"
 sql -c "SELECT id, source_url, error_code, last_error

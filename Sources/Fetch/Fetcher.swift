@@ -45,6 +45,8 @@ public struct FetchedOriginal: Sendable {
   public var hold: MemoryHold?
   /// Times the download paused because the memory budget had no room for its next bytes.
   public var memoryPauses = 0
+  /// The bytes' SHA-256 (hex), once OriginalSource has hashed them: computed once per download.
+  public var sha256: String?
 
   public init(
     bytes: [UInt8], contentType: String?, effectiveURL: String, validators: Validators,

@@ -63,15 +63,19 @@ public final class OriginalSource: Sendable {
 
   public let fetcher: Fetcher
   public let settings: Settings
+  /// Hashes a downloaded body (SHA-256, hex), off the cooperative pool; nil: originals are not hashed.
+  private let digest: (@Sendable ([UInt8]) async -> String)?
   private let downloaded: @Sendable (String, FetchedOriginal, Delivery) async -> Void
   private let state: Mutex<State>
 
   public init(
     fetcher: Fetcher, settings: Settings = Settings(),
-    downloaded: @escaping @Sendable (String, FetchedOriginal, Delivery) async -> Void = { _, _, _ in }
+    downloaded: @escaping @Sendable (String, FetchedOriginal, Delivery) async -> Void = { _, _, _ in },
+    digest: (@Sendable ([UInt8]) async -> String)? = nil
   ) {
     self.fetcher = fetcher
     self.settings = settings
+    self.digest = digest
     self.downloaded = downloaded
     state = Mutex(State(cache: ByteBoundedCache(capacity: settings.cacheBytes)))
   }
@@ -149,7 +153,9 @@ public final class OriginalSource: Sendable {
     let result: Result<(FetchedOriginal, Delivery), JobError>
     do throws(JobError) {
       switch try await fetcher.fetch(url, revalidating: validators) {
-      case .downloaded(let original):
+      case .downloaded(var original):
+        // Once, here: the originals row and the render key both use it, for every job of the URL.
+        if let digest { original.sha256 = await digest(original.bytes) }
         result = .success((original, .downloaded))
       case .notModified(let fresh):
         guard var original = stale else {

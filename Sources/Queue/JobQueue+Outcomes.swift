@@ -5,10 +5,19 @@ public import ThumbCore
 public struct JobResult: Sendable, Equatable, ExpressibleByArrayLiteral {
   public var variants: [VariantRecord]
   public var thumbHash: String?
+  /// What decided the output (original bytes, profile, storage, renderer version), hashed: a later job
+  /// with the same key takes these variants instead of rendering (migrations/0005). nil: not reusable.
+  public var renderKey: String?
+  /// The job whose variants these are, when they were reused rather than rendered.
+  public var reusedFrom: Int64?
 
-  public init(variants: [VariantRecord], thumbHash: String? = nil) {
+  public init(
+    variants: [VariantRecord], thumbHash: String? = nil, renderKey: String? = nil, reusedFrom: Int64? = nil
+  ) {
     self.variants = variants
     self.thumbHash = thumbHash
+    self.renderKey = renderKey
+    self.reusedFrom = reusedFrom
   }
 
   public init(arrayLiteral variants: VariantRecord...) {
@@ -89,6 +98,8 @@ extension JobQueue {
         PostgresArray.literal(rows.map(\.1.width)), PostgresArray.literal(rows.map(\.1.height)),
         PostgresArray.literal(rows.map(\.1.format)), PostgresArray.literal(rows.map(\.1.bytes)),
         PostgresArray.literal(rows.map(\.1.storageKey)), PostgresArray.literal(batch.map { $0.1.thumbHash }),
+        PostgresArray.literal(batch.map { $0.1.renderKey }),
+        PostgresArray.literal(batch.map { $0.1.reusedFrom.map { String($0) } }),
       ])
     return Set(try result.ids)
   }
@@ -117,6 +128,26 @@ extension JobQueue {
       SQL.handBackJobs,
       [PostgresArray.literal(jobs.map { Int($0.id) }), PostgresArray.literal(jobs.map(\.leaseToken))])
     return Set(try result.ids)
+  }
+
+  /// The variants of the newest succeeded job with `renderKey`, as a result for another job to record
+  /// (`reusedFrom` names that job); nil when there is none.
+  public func findRendered(renderKey: String) async throws(PostgresError) -> JobResult? {
+    let result = try await client.prepared(SQL.findRendered, [renderKey])
+    var found: JobResult?
+    for row in result.namedRows {
+      let variant = VariantRecord(
+        name: try row.string("name"), width: try row.int("width"), height: try row.int("height"),
+        format: try row.string("format"), bytes: try row.int("bytes"),
+        storageKey: try row.string("storage_key"))
+      if found == nil {
+        found = JobResult(
+          variants: [], thumbHash: try row.value("thumbhash"), renderKey: renderKey,
+          reusedFrom: try row.int64("job_id"))
+      }
+      found?.variants.append(variant)
+    }
+    return found
   }
 
   // One-job forms, for tools and tests.

@@ -23,18 +23,22 @@ public struct JobProcessor: Sendable {
   /// The storage's last refusal: for a while after it, jobs fail at once instead of downloading and
   /// rendering what the storage would refuse again.
   let refusals = RefusalWindow(holdFor: .seconds(10))
+  /// Finds an earlier job's variants by render key (nil: every job renders).
+  let reuse: RenderReuse?
 
   public init(
     originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool
   ) {
     self.init(
-      originals: originals, thumbnailer: thumbnailer, store: store, pool: pool, memory: nil, metrics: nil)
+      originals: originals, thumbnailer: thumbnailer, store: store, pool: pool, memory: nil, metrics: nil,
+      reuse: nil)
   }
 
   init(
     originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool,
-    memory: AdmissionGate?, metrics: WorkerMetrics?
+    memory: AdmissionGate?, metrics: WorkerMetrics?, reuse: RenderReuse?
   ) {
+    self.reuse = reuse
     self.memory = memory
     self.metrics = metrics
     self.originals = originals
@@ -68,11 +72,14 @@ public struct JobProcessor: Sendable {
       renders.takeEnrolment(token: job.leaseToken)
       ?? renders.join(url: job.sourceURL, variants: profile.variants)
     // Only the member that renders downloads: the others wait for its variants, not for the bytes.
-    let (info, rendered) = try await renders.variants(for: membership) {
-      (specs) throws(JobError) -> SharedRenders.Rendered? in
+    let made = try await renders.variants(for: membership) {
+      (specs, alone) throws(JobError) -> SharedRenders.Made? in
+      // Only a job alone in its group may take an earlier job's variants instead of rendering.
+      let reuse = alone ? reuse.map { reuse in (reuse, job.profileSpec) } : nil
       while true {
-        switch try await render(job.sourceURL, specs) {
-        case .rendered(let rendered): return rendered
+        switch try await render(job.sourceURL, specs, reusing: reuse) {
+        case .rendered(let rendered): return .rendered(rendered)
+        case .reused(let result): return .reused(result)
         case .abandoned: return nil
         case .yielded(let weight):
           // Our original was in the way of the decode first in line: it is gone now. Wait our turn
@@ -86,10 +93,21 @@ public struct JobProcessor: Sendable {
         }
       }
     }
+    let rendered: SharedRenders.Rendered
+    switch made {
+    case .reused(let result):
+      metrics?.reusedRender()
+      return result
+    case .rendered(let made): rendered = made
+    }
     let storing = ContinuousClock.now
     defer { metrics?.stage(.store, seconds: storing.duration(to: .now).inSeconds) }
-    let records = try await store(rendered)
-    return JobResult(variants: records, thumbHash: info.thumbHash)
+    let records = try await store(rendered.variants)
+    return JobResult(
+      variants: records, thumbHash: rendered.info.thumbHash,
+      renderKey: rendered.sourceHash.map {
+        RenderKey.make(source: $0, spec: job.profileSpec, storage: store.identity)
+      })
   }
 
   /// Stores the variants, all at once (each is a request or two when the storage is remote), and
@@ -132,6 +150,8 @@ public struct JobProcessor: Sendable {
 
   enum RenderOutcome {
     case rendered(SharedRenders.Rendered)
+    /// An earlier job rendered the same original bytes with the same profile: its variants.
+    case reused(JobResult)
     /// The job was abandoned while it waited for memory.
     case abandoned
     /// The job let its original go for the decode first in line (AdmissionGate.Outcome.yield); the
@@ -140,14 +160,24 @@ public struct JobProcessor: Sendable {
   }
 
   /// Fetches the original at `url`, decodes it once and renders `variants`, under the memory budget.
-  private func render(_ url: String, _ variants: [VariantSpec]) async throws(JobError) -> RenderOutcome {
+  /// With `reusing`, first looks for an earlier job with the same render key (the original's SHA-256
+  /// with the job's profile spec), and takes its variants instead when there is one.
+  private func render(
+    _ url: String, _ variants: [VariantSpec], reusing: (RenderReuse, String)? = nil
+  ) async throws(JobError) -> RenderOutcome {
     let fetching = ContinuousClock.now
     let (original, _) = try await originals.original(for: url)
     metrics?.stage(.fetch, seconds: fetching.duration(to: .now).inSeconds)
+    let bytes = original.bytes
+    var sourceHash = original.sha256
+    if let (reuse, spec) = reusing {
+      if sourceHash == nil { sourceHash = await pool.run { StorageKey.sha256Hex(bytes) } }
+      let key = RenderKey.make(source: sourceHash!, spec: spec, storage: store.identity)
+      if let found = await reuse.find(key) { return .reused(found) }
+    }
     // The original's bytes are already counted (its MemoryHold), for as long as `original` lives: keep
     // it alive until the render is done, and reserve only the rest of the cost.
     defer { withExtendedLifetime(original) {} }
-    let bytes = original.bytes
     // Reading a header can take libheif or libspng and a copy of the file: on the pool.
     let (thumbnailer, capacity) = (self.thumbnailer, memory?.capacity)
     let (cost, economical) = await pool.run { () -> (Int, Bool) in
@@ -180,8 +210,10 @@ public struct JobProcessor: Sendable {
     }
     defer { if let memory, cost > 0 { memory.release(weight) } }
     let route = economical
+    let hash = sourceHash
     let rendered = try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
-      try thumbnailer.render(bytes, variants: variants, economical: route)
+      let (info, made) = try thumbnailer.render(bytes, variants: variants, economical: route)
+      return (info, made, hash)
     }
     if let metrics {
       metrics.stage(.decode, seconds: rendered.info.timings.decode)
@@ -198,7 +230,7 @@ extension OriginalRecord {
   init(url: String, _ original: FetchedOriginal) {
     let format = ImageFormat.sniff(original.bytes)
     self.init(
-      url: url, bytes: original.bytes.count, sha256: StorageKey.sha256Hex(original.bytes),
+      url: url, bytes: original.bytes.count, sha256: original.sha256 ?? StorageKey.sha256Hex(original.bytes),
       contentType: original.contentType, etag: original.validators.etag,
       lastModified: original.validators.lastModified, format: format?.rawValue,
       size: format.flatMap { ImageProbe.pixelSize(original.bytes, format: $0) })
@@ -221,4 +253,22 @@ final class RefusalWindow: Sendable {
 
   func record(_ error: JobError) { last.withLock { $0 = (.now, error) } }
   func clear() { last.withLock { $0 = nil } }
+}
+
+/// Looks up an earlier job's variants by render key (JobQueue.findRendered). A failed lookup is a miss:
+/// the job renders.
+struct RenderReuse: Sendable {
+  let find: @Sendable (String) async -> JobResult?
+}
+
+/// What decides a job's output, hashed: the original's bytes (their SHA-256), the profile's spec (as
+/// PostgreSQL's jsonb prints it, which is canonical), where the objects went, and `rendererVersion`.
+enum RenderKey {
+  /// Bumped whenever the renderer's output for the same input and spec changes (a new resampler, other
+  /// encoder settings), so that no job takes variants rendered the old way.
+  static let rendererVersion = 1
+
+  static func make(source: String, spec: String, storage: String) -> String {
+    StorageKey.sha256Hex(Array("thumbd-render \(rendererVersion)\n\(source)\n\(spec)\n\(storage)".utf8))
+  }
 }

@@ -1,4 +1,5 @@
 import Imaging
+import Queue
 import Synchronization
 import ThumbCore
 
@@ -11,7 +12,15 @@ import ThumbCore
 /// take their own variants from it. A job leased after the group closed opens a new one. A member
 /// dropped before it got a slot leaves, and the group is forgotten once nobody is in it.
 final class SharedRenders: Sendable {
-  typealias Rendered = (info: SourceInfo, variants: [RenderedVariant])
+  /// The variants rendered from one original, and the original's SHA-256 (nil when not hashed).
+  typealias Rendered = (info: SourceInfo, variants: [RenderedVariant], sourceHash: String?)
+
+  /// What a member gets: variants rendered here, or an earlier job's (same original bytes and profile:
+  /// nothing decoded). Only a member alone in its group is offered reuse, so no other member waits on it.
+  enum Made {
+    case rendered(Rendered)
+    case reused(JobResult)
+  }
   /// What a follower receives: the leader's result, or nil when the leader gave up before rendering
   /// (abandoned while waiting for memory), in which case the follower renders for itself.
   typealias Shared = Result<Rendered, JobError>?
@@ -104,13 +113,14 @@ final class SharedRenders: Sendable {
   }
 
   /// This member's variants: rendered here with every other member's (`render` gets the union's
-  /// specs, and downloads), or taken from the member that did. `render` runs at most once per group.
+  /// specs, and whether this member is alone in its group, and downloads), or taken from the member
+  /// that did. `render` runs at most once per group.
   /// When the union does not fit the memory budget, or its renderer gave up, each member renders its
   /// own variants: one profile's huge variant must not fail the others.
   func variants(
     for membership: Membership,
-    render: ([VariantSpec]) async throws(JobError) -> Rendered?
-  ) async throws(JobError) -> Rendered {
+    render: ([VariantSpec], _ alone: Bool) async throws(JobError) -> Made?
+  ) async throws(JobError) -> Made {
     let group = membership.group
     // The first member here closes the group: later jobs for the URL start a new one.
     let lead = state.withLock { state -> (union: VariantUnion, ids: [UInt64])? in
@@ -128,13 +138,19 @@ final class SharedRenders: Sendable {
       // Waiting for another job's decode uses no core: leave it to a job that can (SlotLease).
       if !group.result.isResolved { SlotLease.current?.stepAside() }
       switch await group.result.value {
-      case .some(let shared): return try Self.own(shared.get(), membership: membership)
+      case .some(let shared): return .rendered(try Self.own(shared.get(), membership: membership))
       case .none: return try await variants(for: alone(variants: mine), render: render)
       }
     }
     var outcome: Result<Rendered, JobError>?
     do {
-      outcome = try await render(lead.union.specs).map { .success($0) }
+      switch try await render(lead.union.specs, lead.ids.count == 1) {
+      case .rendered(let rendered)?: outcome = .success(rendered)
+      case .reused(let result)?:
+        group.result.resolve(nil)  // nobody waits: a group of one
+        return .reused(result)
+      case nil: outcome = nil
+      }
     } catch {
       outcome = .failure(error)
     }
@@ -151,7 +167,7 @@ final class SharedRenders: Sendable {
       if lead.ids.count > 1 { $0.sharedDecodes += 1 }
     }
     let rendered = try outcome.get()
-    return Self.pick(rendered, union: lead.union, member: lead.ids.firstIndex(of: membership.id)!)
+    return .rendered(Self.pick(rendered, union: lead.union, member: lead.ids.firstIndex(of: membership.id)!))
   }
 
   /// A follower's share of the leader's result.
@@ -170,6 +186,6 @@ final class SharedRenders: Sendable {
       variant.name = entry.name
       return variant
     }
-    return (rendered.info, mine)
+    return (rendered.info, mine, rendered.sourceHash)
   }
 }

@@ -89,7 +89,11 @@ public final class Worker: Sendable {
     // The storage is opened only for the real pipeline (benchmarks' handlers store nothing).
     let store =
       try self.handler == nil ? StorageURL.open(config.storageSettings, pool: pool, multi: multi) : nil
-    let handler = self.handler ?? makeProcessor(originals: originals, pool: pool, store: store!)
+    let handler =
+      self.handler
+      ?? makeProcessor(
+        originals: originals, pool: pool, store: store!,
+        reuse: RenderReuse { key in (try? await writer.findRendered(renderKey: key)) ?? nil })
     let readiness = Readiness(livenessWindow: .seconds(60 + config.leaseSeconds))
     let completer = Completer(queue: writer, logger: logger) { [metrics] in metrics.outcomeBatch() }
     let runner = JobRunner(
@@ -173,11 +177,11 @@ public final class Worker: Sendable {
   }
 
   private func makeProcessor(
-    originals: OriginalSource, pool: BlockingPool, store: any ThumbnailStore
+    originals: OriginalSource, pool: BlockingPool, store: any ThumbnailStore, reuse: RenderReuse
   ) -> JobProcessor {
     JobProcessor(
       originals: originals, thumbnailer: Thumbnailer(maxPixels: config.maxPixels), store: store, pool: pool,
-      memory: memory, metrics: metrics)
+      memory: memory, metrics: metrics, reuse: reuse)
   }
 
   /// Downloads each URL once for all the jobs here that name it, and writes its `thumbs.originals` row
@@ -190,7 +194,7 @@ public final class Worker: Sendable {
       limits: config.fetch, addressGuard: config.addressGuard, memory: memory, multi: multi)
     var settings = config.originals
     settings.cacheBytes = config.effectiveOriginalCacheBytes
-    return OriginalSource(fetcher: fetcher, settings: settings) {
+    let record: @Sendable (String, FetchedOriginal, OriginalSource.Delivery) async -> Void = {
       [logger, metrics, workerID = config.workerID] url, original, delivery in
       if delivery == .downloaded { metrics.downloaded(bytes: original.bytes.count) }
       let record = await pool.run { OriginalRecord(url: url, original) }
@@ -201,5 +205,9 @@ public final class Worker: Sendable {
           "could not record the original", metadata: ["url": "\(url.prefix(200))", "error": "\(error)"])
       }
     }
+    return OriginalSource(
+      fetcher: fetcher, settings: settings, downloaded: record,
+      digest: { bytes in await pool.run { StorageKey.sha256Hex(bytes) } })
+
   }
 }

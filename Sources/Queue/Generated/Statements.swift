@@ -123,9 +123,9 @@ public enum SQL {
     columns: [],
     columnTypes: [])
 
-  /// Marks the jobs succeeded (with their ThumbHash) and inserts their variant rows in one statement: for
-  /// each job both happen or neither does. $1, $2, $10 are one entry per job; $3 to $9 one per variant,
-  /// $3 naming its job. Returns the ids written; a job missing from the answer lost its lease, and its
+  /// Marks the jobs succeeded (with their ThumbHash, render key, and the job whose variants they reused,
+  /// if any) and inserts their variant rows in one statement: for each job both happen or neither does.
+  /// $1, $2, $10, $11, $12 are one entry per job; $3 to $9 one per variant, $3 naming its job. Returns the ids written; a job missing from the answer lost its lease, and its
   /// variant rows were not inserted either.
   ///
   /// Fencing and lock order as in heartbeat_jobs: only rows still running under the caller's
@@ -133,7 +133,9 @@ public enum SQL {
   public static let completeJobs = SQLStatement(
     name: "complete_jobs",
     text: #"""
-      WITH input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[]) AS t(id, token, thumbhash)),
+      WITH input AS (
+        SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[])
+                 AS t(id, token, thumbhash, render_key, reused_from)),
       locked AS MATERIALIZED (
         SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
          WHERE j.lease_token = i.token AND j.state = 'running'
@@ -141,7 +143,8 @@ public enum SQL {
       done AS (
         UPDATE thumbs.jobs j
            SET state = 'succeeded', finished_at = now(), error_code = NULL, last_error = NULL,
-               lease_token = NULL, lease_expires_at = NULL, thumbhash = i.thumbhash
+               lease_token = NULL, lease_expires_at = NULL, thumbhash = i.thumbhash,
+               render_key = i.render_key, reused_from = i.reused_from
           FROM locked, input i WHERE j.id = locked.id AND i.id = j.id
         RETURNING j.id),
       stored AS (
@@ -158,10 +161,11 @@ public enum SQL {
       """#,
     parameters: [
       "ids", "tokens", "variant_job_ids", "names", "widths", "heights", "formats", "bytes", "storage_keys",
-      "thumbhashes",
+      "thumbhashes", "render_keys", "reused_from",
     ],
     parameterTypes: [
       "bigint[]", "uuid[]", "bigint[]", "text[]", "int[]", "int[]", "text[]", "bigint[]", "text[]", "text[]",
+      "text[]", "bigint[]",
     ],
     columns: ["id"],
     columnTypes: ["bigint"])
@@ -251,6 +255,25 @@ public enum SQL {
     parameterTypes: ["bigint[]", "uuid[]", "float8[]", "text[]", "text[]", "bool[]"],
     columns: ["id"],
     columnTypes: ["bigint"])
+
+  /// The variants of the newest succeeded job with this render key (migrations/0005), with its ThumbHash:
+  /// what a job with the same original bytes and profile can take instead of rendering. No rows: none.
+  public static let findRendered = SQLStatement(
+    name: "find_rendered",
+    text: #"""
+      WITH source AS (
+        SELECT j.id, j.thumbhash FROM thumbs.jobs j
+         WHERE j.render_key = $1 AND j.state = 'succeeded'
+         ORDER BY j.id DESC
+         LIMIT 1)
+      SELECT s.id AS job_id, s.thumbhash, v.name, v.width, v.height, v.format, v.bytes, v.storage_key
+        FROM source s JOIN thumbs.variants v ON v.job_id = s.id
+       ORDER BY v.name
+      """#,
+    parameters: ["render_key"],
+    parameterTypes: ["text"],
+    columns: ["job_id", "thumbhash", "name", "width", "height", "format", "bytes", "storage_key"],
+    columnTypes: ["bigint", "text", "text", "int", "int", "text", "bigint", "text"])
 
   /// Returns unfinished jobs to the queue without counting the attempt (a clean stop is not the job's
   /// fault), logs the hand-back in the attempt log, and wakes idle workers to take them: the uncorrelated
@@ -564,8 +587,8 @@ public enum SQL {
   public static let all: [SQLStatement] = [
     announceWorker, appliedMigrations, benchAnalyzeJobs, benchDeleteJobs, benchDeleteWorkers, benchInsertJobs,
     benchLiveJobs, benchSucceededJobs, benchVacuumJobs, completeJobs, createMigrationsTable,
-    createThumbsSchema, enqueueJob, expireWorkers, failJobs, handBackJobs, heartbeatJobs, leaseJobs,
-    listenJobs, lockMigrations, pruneJobs, pruneOriginals, queueDepth, recordMigration, recordOriginal,
-    rescueExpiredJobs, statusQueue, statusWorkers, unlockMigrations, withdrawWorker,
+    createThumbsSchema, enqueueJob, expireWorkers, failJobs, findRendered, handBackJobs, heartbeatJobs,
+    leaseJobs, listenJobs, lockMigrations, pruneJobs, pruneOriginals, queueDepth, recordMigration,
+    recordOriginal, rescueExpiredJobs, statusQueue, statusWorkers, unlockMigrations, withdrawWorker,
   ]
 }

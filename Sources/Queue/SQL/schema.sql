@@ -144,12 +144,18 @@ CREATE TABLE thumbs.jobs (
     attempt_log jsonb DEFAULT '[]'::jsonb NOT NULL,
     shares_source boolean DEFAULT false NOT NULL,
     thumbhash text,
+    render_key text,
+    reused_from bigint,
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts > 0)),
     CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_threshold='200', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
 
 COMMENT ON COLUMN thumbs.jobs.thumbhash IS 'ThumbHash of the original (base64), set when the job succeeds: a placeholder image for apps';
+
+COMMENT ON COLUMN thumbs.jobs.render_key IS 'SHA-256 of (original bytes'' SHA-256, profile spec, storage, renderer version), set when the job succeeds';
+
+COMMENT ON COLUMN thumbs.jobs.reused_from IS 'The succeeded job whose variants this job took (same render key): nothing was decoded for it';
 
 CREATE VIEW thumbs.failed_jobs AS
  SELECT jobs.id,
@@ -336,6 +342,8 @@ CREATE INDEX jobs_finished_idx ON thumbs.jobs USING btree (finished_at, id) WHER
 CREATE UNIQUE INDEX jobs_live_unique_idx ON thumbs.jobs USING btree (source_url, profile) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
 
 CREATE INDEX jobs_ready_idx ON thumbs.jobs USING btree (priority DESC, run_at, id) WHERE (state = 'queued'::text);
+
+CREATE INDEX jobs_render_key_idx ON thumbs.jobs USING btree (render_key, id DESC) WHERE ((state = 'succeeded'::text) AND (render_key IS NOT NULL));
 
 CREATE INDEX jobs_running_idx ON thumbs.jobs USING btree (id) WHERE (state = 'running'::text);
 
