@@ -116,9 +116,10 @@ public final class S3Store: ThumbnailStore {
           RetryAfter.seconds($0, now: Date().timeIntervalSince1970)
         }
         answer = S3Answer.classify(status: response.status, body: response.text, retryAfter: retryAfter)
-        if case .refused = answer, method == .head, response.status == 403 {
-          // Without read permission a HEAD is refused even for objects that exist: upload and let the
-          // PUT's own answer decide.
+        if case .refused = answer, method == .head {
+          // Without read permission a HEAD is refused even for objects that exist; and a HEAD answer
+          // has no body, so its refusal names no code (a bad session token is a bare 400): upload and
+          // let the PUT's own answer decide, and name the code.
           return .missing
         }
         if case .refused(let code) = answer {
