@@ -47,6 +47,10 @@ struct S3TestServer: Sendable {
   let bucket: String
   let accessKey: String
   let secretKey: String
+  /// Temporary credentials of an assumed role: moto checks their session token.
+  let sessionAccessKey: String?
+  let sessionSecretKey: String?
+  let sessionToken: String?
 
   static let current: S3TestServer? = {
     let environment = ProcessInfo.processInfo.environment
@@ -55,8 +59,14 @@ struct S3TestServer: Sendable {
       let accessKey = environment["THUMBD_TEST_S3_ACCESS_KEY"],
       let secretKey = environment["THUMBD_TEST_S3_SECRET_KEY"]
     else { return nil }
-    return S3TestServer(endpoint: endpoint, bucket: bucket, accessKey: accessKey, secretKey: secretKey)
+    return S3TestServer(
+      endpoint: endpoint, bucket: bucket, accessKey: accessKey, secretKey: secretKey,
+      sessionAccessKey: environment["THUMBD_TEST_S3_SESSION_ACCESS_KEY"],
+      sessionSecretKey: environment["THUMBD_TEST_S3_SESSION_SECRET_KEY"],
+      sessionToken: environment["THUMBD_TEST_S3_SESSION_TOKEN"])
   }()
+
+  static let skipReason = "THUMBD_TEST_S3_ENDPOINT is not set: run the suite with `make test`"
 
   /// curl, signing with SigV4 for us-east-1 as thumbd will (path-style addressing).
   func curl(
