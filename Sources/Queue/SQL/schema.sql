@@ -11,7 +11,8 @@ CREATE FUNCTION thumbs.append_attempt(log jsonb, entry jsonb) RETURNS jsonb
 $$;
 
 CREATE FUNCTION thumbs.cancel(job_id bigint) RETURNS boolean
-    LANGUAGE sql
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   WITH cancelled AS (
     UPDATE thumbs.jobs j
@@ -22,7 +23,8 @@ CREATE FUNCTION thumbs.cancel(job_id bigint) RETURNS boolean
 $$;
 
 CREATE FUNCTION thumbs.enqueue(source_url text, profile text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), metadata jsonb DEFAULT '{}'::jsonb) RETURNS bigint
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -106,7 +108,8 @@ CREATE FUNCTION thumbs.prune_originals(older_than interval DEFAULT '7 days'::int
 $$;
 
 CREATE FUNCTION thumbs.retry(job_id bigint) RETURNS boolean
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 BEGIN

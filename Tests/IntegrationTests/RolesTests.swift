@@ -1,0 +1,113 @@
+import Foundation
+import Queue
+import Testing
+
+/// deploy/sql/roles.sql: a real worker runs as `thumbd_worker`, the backend as `thumbd_enqueuer` can
+/// enqueue, retry, cancel and read but not change jobs, and neither can drop, truncate or alter.
+@Suite(.serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)))
+struct RolesTests {
+  /// A migrated database with the roles applied, and login roles of the worker and the backend.
+  struct Deployment {
+    let owner: String
+    let worker: String
+    let enqueuer: String
+  }
+
+  func deployment() throws -> Deployment {
+    let owner = try TestDatabase.create()
+    let script = try String(
+      contentsOf: TestDatabase.repoRoot.appendingPathComponent("deploy/sql/roles.sql"), encoding: .utf8)
+    let connection = try PostgresConnection(conninfo: owner)
+    defer { connection.close() }
+    try connection.execute(script: script)
+    try connection.execute(script: script)  // idempotent: a second run after every migrate
+    let tag = UInt32.random(in: 0...UInt32.max)
+    let (worker, enqueuer) = ("w_\(tag)", "e_\(tag)")
+    try connection.execute(
+      script: """
+        CREATE ROLE \(worker) LOGIN IN ROLE thumbd_worker;
+        CREATE ROLE \(enqueuer) LOGIN IN ROLE thumbd_enqueuer;
+        """)
+    return Deployment(
+      owner: owner, worker: try url(owner, user: worker), enqueuer: try url(owner, user: enqueuer))
+  }
+
+  func url(_ url: String, user: String) throws -> String {
+    var components = try #require(URLComponents(string: url))
+    components.user = user
+    return try #require(components.string)
+  }
+
+  /// The SQLSTATE a statement fails with, or nil when it succeeds.
+  func refusal(_ url: String, _ statement: String) -> String? {
+    do {
+      try sql(url, statement)
+      return nil
+    } catch let error as PostgresError {
+      return error.sqlState ?? "no sqlstate: \(error.message)"
+    } catch {
+      return "\(error)"
+    }
+  }
+
+  @Test func aWorkerRunsAsThumbdWorkerAndTheBackendReadsTheResult() async throws {
+    let deployment = try deployment()
+    let fixture = try QueueFixture()
+    let id = try #require(
+      try sql(deployment.enqueuer, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/files/photo.jpg")])
+        .rows.first?[0] ?? nil)
+    let totals = try await drainQueue(databaseURL: deployment.worker, storage: fixture.storage)
+    #expect(totals.succeeded == 1 && totals.failed == 0)
+    let job = try sql(deployment.enqueuer, "SELECT state, attempts FROM thumbs.jobs WHERE id = $1", [id]).rows
+    #expect(job == [["succeeded", "1"]])
+    let variants = try sql(
+      deployment.enqueuer, "SELECT count(*) FROM thumbs.variants WHERE job_id = $1", [id])
+    #expect(variants.rows[0][0] == "4")
+    let overview = try sql(deployment.enqueuer, "SELECT state, jobs FROM thumbs.queue_overview").rows
+    #expect(overview.contains(["succeeded", "1"]))
+    // The worker recorded its original and withdrew its registry row on the way out.
+    #expect(try sql(deployment.owner, "SELECT count(*) FROM thumbs.originals").rows[0][0] == "1")
+    #expect(try sql(deployment.owner, "SELECT count(*) FROM thumbs.workers").rows[0][0] == "0")
+  }
+
+  @Test func theEnqueuerCallsItsThreeFunctionsAndNothingElse() throws {
+    let deployment = try deployment()
+    let e = deployment.enqueuer
+    let id = try #require(
+      try sql(e, "SELECT thumbs.enqueue('https://example.com/a.jpg')").rows.first?[0] ?? nil)
+    #expect(try sql(e, "SELECT thumbs.cancel(\(id))").rows[0][0] == "t")
+    #expect(try sql(e, "SELECT thumbs.retry(\(id))").rows[0][0] == "t")
+    #expect(try sql(e, "SELECT state FROM thumbs.jobs WHERE id = \(id)").rows[0][0] == "queued")
+    let denied = "42501"  // insufficient_privilege
+    #expect(refusal(e, "UPDATE thumbs.jobs SET priority = 9") == denied)
+    #expect(refusal(e, "DELETE FROM thumbs.jobs") == denied)
+    #expect(refusal(e, "INSERT INTO thumbs.jobs (source_url, profile) VALUES ('x', 'default')") == denied)
+    #expect(refusal(e, "DELETE FROM thumbs.variants") == denied)
+    #expect(refusal(e, "SELECT * FROM thumbs.originals") == denied)
+    #expect(refusal(e, "SELECT * FROM thumbs.workers") == denied)
+    #expect(refusal(e, "UPDATE thumbs.profiles SET spec = '{}'") == denied)
+    #expect(refusal(e, "SELECT thumbs.prune('0 seconds')") == denied)
+    #expect(refusal(e, "TRUNCATE thumbs.jobs") == denied)
+    #expect(refusal(e, "DROP TABLE thumbs.variants") == denied)
+    #expect(refusal(e, "ALTER TABLE thumbs.jobs ADD COLUMN x int") == denied)
+    #expect(refusal(e, "CREATE TABLE thumbs.mine (x int)") == denied)
+    #expect(try sql(deployment.owner, "SELECT count(*) FROM thumbs.jobs").rows[0][0] == "1", "still there")
+  }
+
+  @Test func theWorkerCannotDropTruncateOrAlter() throws {
+    let deployment = try deployment()
+    let w = deployment.worker
+    let denied = "42501"
+    #expect(refusal(w, "DROP TABLE thumbs.jobs") == denied)
+    #expect(refusal(w, "DROP VIEW thumbs.queue_overview") == denied)
+    #expect(refusal(w, "TRUNCATE thumbs.variants") == denied)
+    #expect(refusal(w, "ALTER TABLE thumbs.jobs DROP COLUMN metadata") == denied)
+    #expect(refusal(w, "DROP FUNCTION thumbs.enqueue") == denied)
+    #expect(refusal(w, "DROP SCHEMA thumbs CASCADE") == denied)
+    #expect(refusal(w, "UPDATE thumbs.profiles SET spec = '{}'") == denied)
+    #expect(refusal(w, "INSERT INTO thumbs.jobs (source_url, profile) VALUES ('x', 'default')") == denied)
+    // What a worker does is allowed.
+    #expect(refusal(w, "SELECT thumbs.expire_workers()") == nil)
+    #expect(refusal(w, "SELECT thumbs.prune('7 days')") == nil)
+  }
+}

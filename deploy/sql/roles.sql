@@ -1,0 +1,59 @@
+-- The three roles of a thumbd deployment (CONTRACT.md, "Deployment"). Run as the owner of the thumbs
+-- schema (the role that ran `thumbd migrate`), after every `thumbd migrate`: it is idempotent, and a
+-- migration's new tables get their grants here.
+--
+--   psql "$OWNER_DATABASE_URL" -v ON_ERROR_STOP=1 -f deploy/sql/roles.sql
+--
+-- The roles cannot log in: give each service a login role of its own that is a member, e.g.
+--   CREATE ROLE thumbd_worker_prod LOGIN PASSWORD '...' IN ROLE thumbd_worker;
+--   CREATE ROLE photo_backend LOGIN PASSWORD '...' IN ROLE thumbd_enqueuer;
+--
+-- None of them owns anything, so none can drop, alter or truncate a table; none is granted TRUNCATE.
+--
+--   thumbd_worker    what a worker does: lease, heartbeat, complete, fail and hand back jobs, record
+--                    originals, keep its registry row, rescue, prune (retention), LISTEN/NOTIFY.
+--   thumbd_enqueuer  the photo backend: thumbs.enqueue, thumbs.retry, thumbs.cancel (SECURITY DEFINER,
+--                    migrations/0006), and reading thumbs.jobs, thumbs.variants, thumbs.queue_overview.
+--                    Nothing else: it cannot update or delete jobs itself.
+--   thumbd_admin     operators: every admin view and function (docs/admin-sql.md), and the data of
+--                    every table (fixing a job by hand), but no DDL: `thumbd migrate` runs as the owner.
+
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'thumbd_worker') THEN
+    CREATE ROLE thumbd_worker NOLOGIN;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'thumbd_enqueuer') THEN
+    CREATE ROLE thumbd_enqueuer NOLOGIN;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'thumbd_admin') THEN
+    CREATE ROLE thumbd_admin NOLOGIN;
+  END IF;
+END
+$$;
+
+-- Nothing for anyone else: the schema, its tables and its functions are closed to PUBLIC.
+REVOKE ALL ON SCHEMA thumbs FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA thumbs FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA thumbs FROM PUBLIC;
+GRANT USAGE ON SCHEMA thumbs TO thumbd_worker, thumbd_enqueuer, thumbd_admin;
+
+-- The worker.
+GRANT SELECT, UPDATE, DELETE ON thumbs.jobs TO thumbd_worker;
+GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.variants TO thumbd_worker;
+GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.originals TO thumbd_worker;
+GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.workers TO thumbd_worker;
+GRANT SELECT ON thumbs.profiles, thumbs.schema_migrations TO thumbd_worker;
+GRANT SELECT ON thumbs.queue_overview, thumbs.worker_overview, thumbs.stuck_jobs TO thumbd_worker;
+GRANT EXECUTE ON FUNCTION thumbs.append_attempt(jsonb, jsonb), thumbs.expire_workers(),
+  thumbs.prune(interval, integer), thumbs.prune_originals(interval, integer) TO thumbd_worker;
+
+-- The backend.
+GRANT EXECUTE ON FUNCTION thumbs.enqueue(text, text, integer, timestamptz, jsonb), thumbs.retry(bigint),
+  thumbs.cancel(bigint) TO thumbd_enqueuer;
+GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview TO thumbd_enqueuer;
+
+-- Operators.
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA thumbs TO thumbd_admin;
+GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA thumbs TO thumbd_admin;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA thumbs TO thumbd_admin;
