@@ -114,6 +114,8 @@ let package = Package(
       name: "IntegrationTests",
       dependencies: [
         "Worker", "Queue", "Fetch", "Storage", "Transport", "Imaging", "ThumbCore", "Blocking", "TestSupport",
+        // Reads the deploy/ manifests.
+        .product(name: "Yams", package: "Yams"),
       ],
       swiftSettings: strict),
   ],
