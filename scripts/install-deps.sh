@@ -17,6 +17,7 @@ packages=(
   python3
   python3-venv
   curl
+  pgbouncer
   openssl
 )
 

@@ -22,8 +22,8 @@ public struct PostgresClient: Sendable {
 
   /// Connects at the first statement, like `connectNow: false`, but needs neither `try` nor `await`: for
   /// a worker that starts while the database is down.
-  public init(connectingLaterTo conninfo: String, pool: BlockingPool) {
-    self.connection = PostgresConnection(connectingLaterTo: conninfo)
+  public init(connectingLaterTo conninfo: String, pool: BlockingPool, preparesStatements: Bool = true) {
+    self.connection = PostgresConnection(connectingLaterTo: conninfo, preparesStatements: preparesStatements)
     self.pool = pool
   }
 

@@ -12,18 +12,26 @@ public final class PostgresConnection: @unchecked Sendable {
   /// Statements prepared on the current server connection; emptied when it is re-established.
   private var preparedNames: Set<String> = []
   private let lock = NSLock()
+  /// False: statements the callers would prepare run unprepared (PQexecParams, each in one protocol
+  /// exchange), as a pooler in transaction mode needs: PgBouncer before 1.21 sends a connection's next
+  /// statement to whichever server connection is free, where its prepared statement does not exist.
+  public let preparesStatements: Bool
 
   /// `connectNow` (the default) connects at once, so a bad DATABASE_URL is reported at start-up rather
   /// than at the first job. Without it the init never fails: the first statement connects, as any
   /// statement reconnects a broken connection, so a process can start while the database is down.
-  public init(conninfo: String, connectNow: Bool = true) throws(PostgresError) {
+  public init(
+    conninfo: String, connectNow: Bool = true, preparesStatements: Bool = true
+  ) throws(PostgresError) {
     self.conninfo = conninfo
+    self.preparesStatements = preparesStatements
     if connectNow { try locked { () throws(PostgresError) in try connectLocked() } }
   }
 
   /// Connects at the first statement (`init(conninfo:connectNow: false)`, without the `try`).
-  public init(connectingLaterTo conninfo: String) {
+  public init(connectingLaterTo conninfo: String, preparesStatements: Bool = true) {
     self.conninfo = conninfo
+    self.preparesStatements = preparesStatements
   }
 
   deinit {
@@ -50,7 +58,7 @@ public final class PostgresConnection: @unchecked Sendable {
   ) throws(PostgresError)
     -> QueryResult
   {
-    try run(sql, parameters, preparedAs: prepared ? Self.statementName(sql) : nil)
+    try run(sql, parameters, preparedAs: prepared && preparesStatements ? Self.statementName(sql) : nil)
   }
 
   /// Runs one of the statements of `SQL` (Sources/Queue/SQL), prepared under its own name
@@ -64,7 +72,9 @@ public final class PostgresConnection: @unchecked Sendable {
     assert(
       parameters.count == statement.parameters.count,
       "\(statement.name) takes \(statement.parameters.count) parameters, not \(parameters.count)")
-    return try run(statement.text, parameters, preparedAs: prepared ? "thumbd_" + statement.name : nil)
+    return try run(
+      statement.text, parameters,
+      preparedAs: prepared && preparesStatements ? "thumbd_" + statement.name : nil)
   }
 
   private func run(

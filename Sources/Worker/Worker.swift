@@ -80,7 +80,12 @@ public final class Worker: Sendable {
   public func run(signals: [UnixSignal] = []) async throws -> WorkerCounters {
     let pool = BlockingPool(threads: config.concurrency * 2 + 3, name: "thumbd-blocking")
     defer { pool.shutdown() }
-    let connect = { JobQueue(client: PostgresClient(connectingLaterTo: self.config.databaseURL, pool: pool)) }
+    let connect = {
+      JobQueue(
+        client: PostgresClient(
+          connectingLaterTo: self.config.databaseURL, pool: pool,
+          preparesStatements: self.config.preparedStatements))
+    }
     let (leaser, writer, keeperQueue) = (connect(), connect(), connect())
     defer { [leaser, writer, keeperQueue].forEach { $0.client.close() } }
     let multi = CurlMulti()

@@ -45,6 +45,9 @@ public struct WorkerConfig: Sendable {
   /// An idle worker looks for due jobs this often even without a notification: the fallback for lost
   /// notifications (reconnects, PgBouncer) and the way scheduled and backed-off jobs are found.
   public var pollInterval: Double = 1.0
+  /// Prepare the hot statements once per connection (`--prepared-statements`); off behind PgBouncer in
+  /// transaction mode before 1.21 (docs/operations.md, "PgBouncer").
+  public var preparedStatements = true
   /// Jobs claimed per lease statement; nil: as many as there are free slots, at most 100.
   public var leaseBatch: Int?
   /// After SIGTERM, running jobs get this long to finish before they are handed back.

@@ -139,6 +139,13 @@ extension WorkerOption {
         settings.worker.pollInterval = try Read.seconds(value, atLeast: 0, inclusive: false)
       }, render: { Write.number($0.worker.pollInterval) }),
     WorkerOption(
+      "prepared-statements", .value(placeholder: "on|off"), default: "on",
+      help:
+        "prepare the hot statements once per connection; `off` behind a pooler in transaction mode that does not track them (PgBouncer before 1.21)",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.worker.preparedStatements = try Read.bool(value)
+      }, render: { $0.worker.preparedStatements ? "on" : "off" }),
+    WorkerOption(
       "shutdown-grace", .value(placeholder: "SECONDS"),
       help: "time running jobs get to finish after SIGTERM before they are handed back",
       apply: { value, settings throws(OptionError.Problem) in
