@@ -21,7 +21,7 @@ struct PgBouncerTests {
     init(database: String, poolSize: Int) throws {
       let target = try #require(URLComponents(string: database))
       let folder = try makeTemporaryDirectory()
-      let port = Int.random(in: 20_000...40_000)
+      let port = try #require(freeLoopbackPort())
       let name = String(target.path.dropFirst())
       let overrides = [
         "listen_addr": "127.0.0.1", "listen_port": "\(port)", "auth_type": "trust",
@@ -130,4 +130,22 @@ final class ManagedAtomicMax: @unchecked Sendable {
 
   func record(_ value: Int) { lock.withLock { largest = max(largest, value) } }
   var value: Int { lock.withLock { largest } }
+}
+
+/// A loopback TCP port nothing listens on now (the kernel's pick for port 0).
+func freeLoopbackPort() -> Int? {
+  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  guard fd >= 0 else { return nil }
+  defer { close(fd) }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  address.sin_port = 0
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  let bound = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+    }
+  }
+  return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
 }
