@@ -144,10 +144,8 @@ public final class Worker: Sendable {
     ]
     // A service that ends (the producer, drained) or fails (the endpoint cannot bind) stops the others
     // gracefully: jobs are handed back, never dropped.
-    // The storage check alone ends by itself when all is well.
     for index in services.indices {
-      services[index].successTerminationBehavior =
-        services[index].serviceName == "storage" ? .ignore : .gracefullyShutdownGroup
+      services[index].successTerminationBehavior = .gracefullyShutdownGroup
       services[index].failureTerminationBehavior = .gracefullyShutdownGroup
     }
     var groupConfig = ServiceGroupConfiguration(

@@ -12,31 +12,44 @@ struct StorageCheck: Service {
   let readiness: Readiness
   let logger: Logger
 
+  /// Checks until the storage takes the write, then stays until the group stops: a service that ended
+  /// by itself while the group was stopping would make the group cancel the others instead of stopping
+  /// them in order (seen: a taken HTTP port then hung the worker now and then).
   func run() async throws {
+    do {
+      try await cancelWhenGracefulShutdown { try await checkUntilPassed() }
+    } catch let refused as StorageRefused {
+      throw refused
+    } catch {
+      return  // a stop came first
+    }
+    try? await gracefulShutdown()
+  }
+
+  private func checkUntilPassed() async throws {
     let backoff = Backoff()
-    try await cancelWhenGracefulShutdown { () async throws in
-      var failures = 0
-      while !Task.isCancelled {
-        let failure: JobError
-        do throws(JobError) {
-          try await store.check()
-          readiness.storageCheckPassed()
-          logger.info("storage is writable", metadata: ["storage": "\(store.identity)"])
-          return
-        } catch {
-          failure = error
-        }
-        if failure.code == .storageRefused { throw StorageRefused(error: failure) }
-        failures += 1
-        let delay = backoff.delay(afterFailures: failures)
-        logger.warning(
-          "storage unreachable, will retry",
-          metadata: [
-            "storage": "\(store.identity)", "error": "\(failure.message)", "try": "\(failures)",
-            "retry.after_seconds": "\(delay.inSeconds)",
-          ])
-        try await Task.sleep(for: delay)
+    var failures = 0
+    while true {
+      try Task.checkCancellation()
+      let failure: JobError
+      do throws(JobError) {
+        try await store.check()
+        readiness.storageCheckPassed()
+        logger.info("storage is writable", metadata: ["storage": "\(store.identity)"])
+        return
+      } catch {
+        failure = error
       }
+      if failure.code == .storageRefused { throw StorageRefused(error: failure) }
+      failures += 1
+      let delay = backoff.delay(afterFailures: failures)
+      logger.warning(
+        "storage unreachable, will retry",
+        metadata: [
+          "storage": "\(store.identity)", "error": "\(failure.message)", "try": "\(failures)",
+          "retry.after_seconds": "\(delay.inSeconds)",
+        ])
+      try await Task.sleep(for: delay)
     }
   }
 }
