@@ -25,28 +25,21 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
       handle: easy.handle, maxBytes: limits.maxBytes, addressGuard: addressGuard,
       host: URLComponents(string: url)?.host, cancellation: cancellation, memory: memory)
     let userdata = Unmanaged.passUnretained(state).toOpaque()
-    easy.set(CURLOPT_URL, url)
+    easy.setRequestBasics(
+      url: url, connectTimeout: limits.connectTimeout, timeout: timeout, userAgent: limits.userAgent)
     // Only http and https, for the first request and for every redirect: file://, gopher:// and the
     // rest of curl's protocols end as CURLE_UNSUPPORTED_PROTOCOL.
-    easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
     easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
     easy.set(CURLOPT_FOLLOWLOCATION, 1)
     easy.set(CURLOPT_MAXREDIRS, limits.maxRedirects)
-    easy.set(CURLOPT_NOSIGNAL, 1)  // no SIGALRM for DNS timeouts: we are multi-threaded
-    easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(min(limits.connectTimeout, timeout) * 1000)))
-    easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(timeout * 1000)))
     easy.set(CURLOPT_LOW_SPEED_LIMIT, limits.lowSpeedBytesPerSecond)
     easy.set(CURLOPT_LOW_SPEED_TIME, limits.lowSpeedSeconds)
     // Refuses a Content-Length over the cap before any body arrives; the write callback enforces the
     // cap on what actually arrives (no length, a lying length, a compressed body).
     easy.setOffset(CURLOPT_MAXFILESIZE_LARGE, limits.maxBytes)
-    easy.set(CURLOPT_USERAGENT, limits.userAgent)
-    easy.set(CURLOPT_SSL_VERIFYPEER, 1)
-    easy.set(CURLOPT_SSL_VERIFYHOST, 2)
     // gzip, deflate, br and zstd are accepted and decoded; the cap counts decoded bytes, so a gzip bomb
     // stops at the cap, within the decoder's fixed-size buffer.
     easy.set(CURLOPT_ACCEPT_ENCODING, "")
-    easy.set(CURLOPT_TCP_KEEPALIVE, 1)
     // No CURLOPT_PIPEWAIT: with it, transfers started together towards an HTTP/1.1 origin queued behind
     // the first one's connection until that whole transfer ended (measured: a slow drip held three quick
     // downloads for its full 6 s). Without it a new transfer multiplexes onto an HTTP/2 connection that

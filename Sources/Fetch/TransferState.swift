@@ -96,18 +96,12 @@ let readHeader: thumbd_curl_data_callback = { data, size, count, userdata in
   let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
   let length = size * count
   guard let data else { return length }
-  let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-  if line.hasPrefix("HTTP/") {
-    // A new response (after a redirect or a 100 Continue) starts here.
-    (state.retryAfter, state.etag, state.lastModified) = (nil, nil, nil)
-  } else if let colon = line.firstIndex(of: ":") {
-    let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-    switch line[..<colon].lowercased() {
-    case "retry-after": state.retryAfter = value
-    case "etag": state.etag = value
-    case "last-modified": state.lastModified = value
-    default: break
-    }
+  switch HeaderLine(UnsafeRawBufferPointer(start: data, count: length)) {
+  case .status: (state.retryAfter, state.etag, state.lastModified) = (nil, nil, nil)
+  case .field("retry-after", let value): state.retryAfter = value
+  case .field("etag", let value): state.etag = value
+  case .field("last-modified", let value): state.lastModified = value
+  case .field, .other: break
   }
   return length
 }

@@ -1,5 +1,6 @@
 public import CCurlShim
 import CLibCurl
+import Foundation
 import Synchronization
 
 /// libcurl's global state, set up once before the first handle (curl_global_init is not thread-safe,
@@ -68,5 +69,44 @@ public final class CurlEasy: @unchecked Sendable {
     var value: UnsafePointer<CChar>? = nil
     _ = thumbd_curl_getinfo_string(handle, info, &value)
     return value.map { String(cString: $0) }
+  }
+}
+
+extension CurlEasy {
+  /// What every request of thumbd's sets: the URL, http and https only, no signals (the process is
+  /// multi-threaded: no SIGALRM for DNS timeouts), the connection and whole-request time limits in
+  /// seconds, the user agent, verified certificates, TCP keep-alive.
+  public func setRequestBasics(url: String, connectTimeout: Double, timeout: Double, userAgent: String) {
+    set(CURLOPT_URL, url)
+    set(CURLOPT_PROTOCOLS_STR, "http,https")
+    set(CURLOPT_NOSIGNAL, 1)
+    set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(min(connectTimeout, timeout) * 1000)))
+    set(CURLOPT_TIMEOUT_MS, max(1, Int(timeout * 1000)))
+    set(CURLOPT_USERAGENT, userAgent)
+    set(CURLOPT_SSL_VERIFYPEER, 1)
+    set(CURLOPT_SSL_VERIFYHOST, 2)
+    set(CURLOPT_TCP_KEEPALIVE, 1)
+  }
+}
+
+/// One line of a response's headers, as curl's header callback hands it over.
+public enum HeaderLine: Equatable, Sendable {
+  /// `HTTP/...`: a new response starts (after a redirect or a 100 Continue); forget the last one's.
+  case status
+  /// A header field, its name in lower case and its value trimmed.
+  case field(name: String, value: String)
+  /// The blank line that ends the headers, or anything else.
+  case other
+
+  public init(_ bytes: UnsafeRawBufferPointer) {
+    let line = String(decoding: bytes, as: UTF8.self)
+    if line.hasPrefix("HTTP/") {
+      self = .status
+    } else if let colon = line.firstIndex(of: ":") {
+      let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+      self = .field(name: line[..<colon].lowercased(), value: value)
+    } else {
+      self = .other
+    }
   }
 }

@@ -104,15 +104,9 @@ final class HTTPCall: CurlTransfer, @unchecked Sendable {
     body = .allocate(byteCount: max(request.body.count, 1), alignment: 1)
     request.body.withUnsafeBytes { body.copyMemory(from: $0) }
     let userdata = Unmanaged.passUnretained(self).toOpaque()
-    easy.set(CURLOPT_URL, request.url)
-    easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
-    easy.set(CURLOPT_NOSIGNAL, 1)
-    easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(min(request.connectTimeout, request.timeout) * 1000)))
-    easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(request.timeout * 1000)))
-    easy.set(CURLOPT_USERAGENT, request.userAgent)
-    easy.set(CURLOPT_SSL_VERIFYPEER, 1)
-    easy.set(CURLOPT_SSL_VERIFYHOST, 2)
-    easy.set(CURLOPT_TCP_KEEPALIVE, 1)
+    easy.setRequestBasics(
+      url: request.url, connectTimeout: request.connectTimeout, timeout: request.timeout,
+      userAgent: request.userAgent)
     switch request.method {
     case .get: break
     case .head: easy.set(CURLOPT_NOBODY, 1)
@@ -149,12 +143,11 @@ final class HTTPCall: CurlTransfer, @unchecked Sendable {
     return true
   }
 
-  fileprivate func header(_ line: String) {
-    if line.hasPrefix("HTTP/") {
-      responseHeaders = [:]  // a new response (after a 100 Continue) starts here
-    } else if let colon = line.firstIndex(of: ":") {
-      let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-      responseHeaders[line[..<colon].lowercased()] = value
+  fileprivate func header(_ line: HeaderLine) {
+    switch line {
+    case .status: responseHeaders = [:]
+    case .field(let name, let value): responseHeaders[name] = value
+    case .other: break
     }
   }
 }
@@ -170,6 +163,6 @@ private let collectHeader: thumbd_curl_data_callback = { data, size, count, user
   let call = Unmanaged<HTTPCall>.fromOpaque(userdata!).takeUnretainedValue()
   let length = size * count
   guard let data else { return length }
-  call.header(String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self))
+  call.header(HeaderLine(UnsafeRawBufferPointer(start: data, count: length)))
   return length
 }
