@@ -34,9 +34,48 @@ enum TestDatabase {
   }
 }
 
+/// A program a test starts beside itself (an origin, a proxy, a pooler), killed and reaped when the
+/// test lets go of it.
+final class HelperProcess: @unchecked Sendable {
+  let process = Process()
+  private let stdout = Pipe()
+
+  init(_ executable: String, _ arguments: [String], quiet: Bool = false) throws {
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = quiet ? FileHandle.nullDevice : stdout
+    if quiet { process.standardError = FileHandle.nullDevice }
+    try process.run()
+  }
+
+  /// The port from the program's first line, `PORT <n>` (origin.py and s3-faults.py print it once
+  /// they listen).
+  func announcedPort() throws -> Int {
+    var line = Data()
+    while !line.contains(UInt8(ascii: "\n")) {
+      let chunk = stdout.fileHandleForReading.availableData
+      if chunk.isEmpty { break }
+      line.append(chunk)
+    }
+    guard let text = String(data: line, encoding: .utf8), text.hasPrefix("PORT "),
+      let port = Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
+    else { throw CocoaError(.fileReadCorruptFile) }
+    return port
+  }
+
+  deinit {
+    // SIGKILL and a direct waitpid: Foundation's waitUntilExit spins a run loop that can stall off the
+    // main thread, and a helper's server threads may outlive a polite SIGTERM.
+    let pid = process.processIdentifier
+    kill(pid, SIGKILL)
+    var status: Int32 = 0
+    _ = waitpid(pid, &status, 0)
+  }
+}
+
 /// Tests/Support/origin.py on a free loopback port, serving `root` under /files/ plus fault routes.
 final class TestOrigin: @unchecked Sendable {
-  let process = Process()
+  let helper: HelperProcess
   let port: Int
   let root: URL
 
@@ -46,9 +85,7 @@ final class TestOrigin: @unchecked Sendable {
   init(root: URL, tls: Bool = false) throws {
     self.root = root
     scheme = tls ? "https" : "http"
-    let stdout = Pipe()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [
+    var arguments = [
       "python3", TestDatabase.repoRoot.appendingPathComponent("Tests/Support/origin.py").path, "--root",
       root.path,
     ]
@@ -68,33 +105,13 @@ final class TestOrigin: @unchecked Sendable {
       try openssl.run()
       openssl.waitUntilExit()
       guard openssl.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
-      process.arguments! += ["--tls-cert", cert, "--tls-key", key]
+      arguments += ["--tls-cert", cert, "--tls-key", key]
     }
-    process.standardOutput = stdout
-    try process.run()
-    // The first line is "PORT <n>".
-    var line = Data()
-    while !line.contains(UInt8(ascii: "\n")) {
-      let chunk = stdout.fileHandleForReading.availableData
-      if chunk.isEmpty { break }
-      line.append(chunk)
-    }
-    guard let text = String(data: line, encoding: .utf8), text.hasPrefix("PORT "),
-      let port = Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
-    else { throw CocoaError(.fileReadCorruptFile) }
-    self.port = port
+    helper = try HelperProcess("/usr/bin/env", arguments)
+    port = try helper.announcedPort()
   }
 
   func url(_ path: String) -> String { "\(scheme)://127.0.0.1:\(port)\(path)" }
-
-  deinit {
-    // SIGKILL and a direct waitpid: Foundation's waitUntilExit spins a run loop that can stall off the
-    // main thread, and the origin's server threads may outlive a polite SIGTERM.
-    let pid = process.processIdentifier
-    kill(pid, SIGKILL)
-    var status: Int32 = 0
-    _ = waitpid(pid, &status, 0)
-  }
 }
 
 func makeTemporaryDirectory() throws -> URL {

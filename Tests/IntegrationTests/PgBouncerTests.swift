@@ -15,7 +15,7 @@ struct PgBouncerTests {
   /// A pgbouncer process on a loopback port, from the deploy file with the test's database, trust
   /// authentication and a pool of `poolSize`. Runs as the postgres user (pgbouncer refuses root).
   final class Bouncer: @unchecked Sendable {
-    let process = Process()
+    let helper: HelperProcess
     let url: String
 
     init(database: String, poolSize: Int) throws {
@@ -59,11 +59,7 @@ struct PgBouncerTests {
       try "\"\(target.user ?? "postgres")\" \"\"\n".write(
         to: folder.appendingPathComponent("userlist.txt"), atomically: true, encoding: .utf8)
       _ = try runProgram("/bin/chown", ["-R", "postgres", folder.path])
-      process.executableURL = URL(fileURLWithPath: "/usr/sbin/pgbouncer")
-      process.arguments = ["-u", "postgres", ini.path]
-      process.standardOutput = FileHandle.nullDevice
-      process.standardError = FileHandle.nullDevice
-      try process.run()
+      helper = try HelperProcess("/usr/sbin/pgbouncer", ["-u", "postgres", ini.path], quiet: true)
       var through = try #require(URLComponents(string: database))
       through.port = port
       url = try #require(through.string)
@@ -73,13 +69,6 @@ struct PgBouncerTests {
       }
       throw CocoaError(
         .fileReadUnknown, userInfo: ["log": folder.appendingPathComponent("pgbouncer.log").path])
-    }
-
-    deinit {
-      let pid = process.processIdentifier
-      kill(pid, SIGKILL)
-      var status: Int32 = 0
-      _ = waitpid(pid, &status, 0)
     }
   }
 

@@ -61,7 +61,7 @@ extension S3TestServer {
 /// Tests/Support/s3-faults.py in front of the test S3 server: forwards every request unchanged (Host
 /// included, so signatures still verify) unless a queued fault answers it instead, and logs them all.
 final class S3FaultProxy: @unchecked Sendable {
-  let process = Process()
+  let helper: HelperProcess
   let port: Int
 
   struct Seen: Sendable {
@@ -75,25 +75,13 @@ final class S3FaultProxy: @unchecked Sendable {
   }
 
   init(upstream: String) throws {
-    let stdout = Pipe()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [
-      "python3", TestDatabase.repoRoot.appendingPathComponent("Tests/Support/s3-faults.py").path,
-      "--upstream",
-      upstream,
-    ]
-    process.standardOutput = stdout
-    try process.run()
-    var line = Data()
-    while !line.contains(UInt8(ascii: "\n")) {
-      let chunk = stdout.fileHandleForReading.availableData
-      if chunk.isEmpty { break }
-      line.append(chunk)
-    }
-    guard let text = String(data: line, encoding: .utf8), text.hasPrefix("PORT "),
-      let port = Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
-    else { throw CocoaError(.fileReadCorruptFile) }
-    self.port = port
+    helper = try HelperProcess(
+      "/usr/bin/env",
+      [
+        "python3", TestDatabase.repoRoot.appendingPathComponent("Tests/Support/s3-faults.py").path,
+        "--upstream", upstream,
+      ])
+    port = try helper.announcedPort()
   }
 
   /// The endpoint to give thumbd instead of the server's.
@@ -134,12 +122,6 @@ final class S3FaultProxy: @unchecked Sendable {
     try log().filter { $0.method == method && (path.isEmpty || $0.path.contains(path)) }
   }
 
-  deinit {
-    let pid = process.processIdentifier
-    kill(pid, SIGKILL)
-    var status: Int32 = 0
-    _ = waitpid(pid, &status, 0)
-  }
 }
 
 /// Random bytes and their content-addressed key (`ab/cd/<sha256>.jpg`), as the worker makes them.
