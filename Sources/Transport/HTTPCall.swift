@@ -5,7 +5,7 @@ import Foundation
 /// optionally signed with AWS Signature Version 4 by libcurl itself.
 public struct HTTPRequest: Sendable {
   public enum Method: String, Sendable {
-    case get = "GET", head = "HEAD", put = "PUT", delete = "DELETE"
+    case head = "HEAD", put = "PUT"
   }
 
   /// SigV4 signing: curl computes the canonical request and the Authorization header.
@@ -61,7 +61,6 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
   public var code: CURLcode
   public var description: String
   public var isCancelled: Bool { code == CURLE_ABORTED_BY_CALLBACK }
-  public var isTimeout: Bool { code == CURLE_OPERATION_TIMEDOUT }
 }
 
 extension CurlMulti {
@@ -108,9 +107,8 @@ final class HTTPCall: CurlTransfer, @unchecked Sendable {
       url: request.url, connectTimeout: request.connectTimeout, timeout: request.timeout,
       userAgent: request.userAgent)
     switch request.method {
-    case .get: break
     case .head: easy.set(CURLOPT_NOBODY, 1)
-    case .put, .delete:
+    case .put:
       // The body from memory, sent with the request: unlike CURLOPT_UPLOAD, no `Expect: 100-continue`
       // round trip for bodies under a megabyte (and a suppressed Expect header breaks curl 7.88's
       // signature: it signs the empty header it does not send).
