@@ -42,7 +42,7 @@ struct DeployFilesTests {
     try unit.replacingOccurrences(of: installed, with: "ExecStart=\(binary.path) ")
       .write(to: copy, atomically: true, encoding: .utf8)
     // Unknown keys and unparsable values are warnings (exit 0): any output at all is a failure.
-    let (code, output) = try runWithStandardError(tool, ["verify", "--man=no", copy.path])
+    let (code, output) = try runProgram(tool, ["verify", "--man=no", copy.path], withStandardError: true)
     #expect(code == 0 && output.isEmpty, "systemd-analyze verify:\n\(output)")
 
     // The check can fail: a misspelled key is reported.
@@ -51,7 +51,8 @@ struct DeployFilesTests {
       of: "ProtectHome=", with: "ProtectHom="
     )
     .write(to: broken, atomically: true, encoding: .utf8)
-    let (_, brokenOutput) = try runWithStandardError(tool, ["verify", "--man=no", broken.path])
+    let (_, brokenOutput) = try runProgram(
+      tool, ["verify", "--man=no", broken.path], withStandardError: true)
     #expect(brokenOutput.contains("ProtectHom"), "\(brokenOutput)")
   }
 
@@ -176,8 +177,8 @@ struct DeployFilesTests {
   func hadolintFindsNothing() throws {
     let tool = try #require(Self.hadolint)
     // Anything from style up fails: an accepted rule needs a `# hadolint ignore=` with its reason.
-    let (code, output) = try runWithStandardError(
-      tool, ["--no-color", "--failure-threshold", "style", Self.dockerfileURL.path])
+    let (code, output) = try runProgram(
+      tool, ["--no-color", "--failure-threshold", "style", Self.dockerfileURL.path], withStandardError: true)
     #expect(code == 0 && output.isEmpty, "hadolint:\n\(output)")
   }
 
@@ -243,7 +244,7 @@ struct DeployFilesTests {
   /// The resolved paths of every shared library `ldd` loads for `binary` (the dynamic loader included).
   func sharedLibraries(of binary: String) throws -> [String] {
     let ldd = try #require(findExecutable("ldd"), "ldd")
-    let (code, output) = try runWithStandardError(ldd, [binary])
+    let (code, output) = try runProgram(ldd, [binary], withStandardError: true)
     #expect(code == 0, "\(output)")
     return output.split(separator: "\n").compactMap { line in
       let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -262,11 +263,6 @@ func findExecutable(_ name: String) -> String? {
   let directories =
     path.split(separator: ":").map(String.init) + ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin"]
   return directories.map { $0 + "/" + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
-}
-
-/// `runProgram` with standard error joined to standard output.
-func runWithStandardError(_ path: String, _ arguments: [String]) throws -> (code: Int32, output: String) {
-  try runProgram("/bin/sh", ["-c", #"exec "$0" "$@" 2>&1"#, path] + arguments)
 }
 
 /// A systemd unit file: `Key=value` lines by section (the last assignment wins).

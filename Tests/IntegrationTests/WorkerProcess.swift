@@ -146,9 +146,9 @@ struct QueueFixture {
 
 /// Runs a program to its end with posix_spawn and waitpid (not Foundation's Process, whose
 /// waitUntilExit was seen to miss a child's exit here): its exit code and standard output.
-/// `environment` nil: this process's own.
+/// `environment` nil: this process's own. `withStandardError`: standard error joins the output.
 func runProgram(
-  _ path: String, _ arguments: [String], environment: [String: String]? = nil
+  _ path: String, _ arguments: [String], environment: [String: String]? = nil, withStandardError: Bool = false
 ) throws -> (code: Int32, output: String) {
   let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent(
     "thumbd-run-\(UUID().uuidString)")
@@ -158,7 +158,11 @@ func runProgram(
   defer { posix_spawn_file_actions_destroy(&actions) }
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
   posix_spawn_file_actions_addopen(&actions, 1, outputURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+  if withStandardError {
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+  }
   let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
   let argv = ([path] + arguments).map { strdup($0) } + [nil]
   let envp = env.map { strdup($0) } + [nil]
