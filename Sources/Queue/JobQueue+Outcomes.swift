@@ -10,14 +10,18 @@ public struct JobResult: Sendable, Equatable, ExpressibleByArrayLiteral {
   public var renderKey: String?
   /// The job whose variants these are, when they were reused rather than rendered.
   public var reusedFrom: Int64?
+  /// Where the job's time went (thumbs.jobs.stage_ms); nil: not measured.
+  public var stageTimes: StageTimes?
 
   public init(
-    variants: [VariantRecord], thumbHash: String? = nil, renderKey: String? = nil, reusedFrom: Int64? = nil
+    variants: [VariantRecord], thumbHash: String? = nil, renderKey: String? = nil, reusedFrom: Int64? = nil,
+    stageTimes: StageTimes? = nil
   ) {
     self.variants = variants
     self.thumbHash = thumbHash
     self.renderKey = renderKey
     self.reusedFrom = reusedFrom
+    self.stageTimes = stageTimes
   }
 
   public init(arrayLiteral variants: VariantRecord...) {
@@ -100,6 +104,7 @@ extension JobQueue {
         PostgresArray.literal(rows.map(\.1.storageKey)), PostgresArray.literal(batch.map { $0.1.thumbHash }),
         PostgresArray.literal(batch.map { $0.1.renderKey }),
         PostgresArray.literal(batch.map { $0.1.reusedFrom.map { String($0) } }),
+        PostgresArray.literal(batch.map { $0.1.stageTimes?.json }),
       ])
     return Set(try result.ids)
   }

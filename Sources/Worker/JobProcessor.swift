@@ -101,13 +101,18 @@ public struct JobProcessor: Sendable {
     case .rendered(let made): rendered = made
     }
     let storing = ContinuousClock.now
-    defer { metrics?.stage(.store, seconds: storing.duration(to: .now).inSeconds) }
     let records = try await store(rendered.variants)
+    let storeSeconds = storing.duration(to: .now).inSeconds
+    metrics?.stage(.store, seconds: storeSeconds)
+    let timings = rendered.info.timings
     return JobResult(
       variants: records, thumbHash: rendered.info.thumbHash,
       renderKey: rendered.sourceHash.map {
         RenderKey.make(source: $0, spec: job.profileSpec, storage: store.identity)
-      })
+      },
+      stageTimes: StageTimes(
+        fetch: rendered.fetchSeconds, decode: timings.decode, resize: timings.resize, encode: timings.encode,
+        store: storeSeconds))
   }
 
   /// Stores the variants, all at once (each is a request or two when the storage is remote), and
@@ -167,13 +172,17 @@ public struct JobProcessor: Sendable {
   ) async throws(JobError) -> RenderOutcome {
     let fetching = ContinuousClock.now
     let (original, _) = try await originals.original(for: url)
-    metrics?.stage(.fetch, seconds: fetching.duration(to: .now).inSeconds)
+    let fetchSeconds = fetching.duration(to: .now).inSeconds
+    metrics?.stage(.fetch, seconds: fetchSeconds)
     let bytes = original.bytes
     var sourceHash = original.sha256
     if let (reuse, spec) = reusing {
       if sourceHash == nil { sourceHash = await pool.run { StorageKey.sha256Hex(bytes) } }
       let key = RenderKey.make(source: sourceHash!, spec: spec, storage: store.identity)
-      if let found = await reuse.find(key) { return .reused(found) }
+      if var found = await reuse.find(key) {
+        found.stageTimes = StageTimes(fetch: fetchSeconds)
+        return .reused(found)
+      }
     }
     // The original's bytes are already counted (its MemoryHold), for as long as `original` lives: keep
     // it alive until the render is done, and reserve only the rest of the cost.
@@ -213,7 +222,7 @@ public struct JobProcessor: Sendable {
     let hash = sourceHash
     let rendered = try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
       let (info, made) = try thumbnailer.render(bytes, variants: variants, economical: route)
-      return (info, made, hash)
+      return (info, made, hash, fetchSeconds)
     }
     if let metrics {
       metrics.stage(.decode, seconds: rendered.info.timings.decode)

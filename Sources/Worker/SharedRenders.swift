@@ -12,8 +12,11 @@ import ThumbCore
 /// take their own variants from it. A job leased after the group closed opens a new one. A member
 /// dropped before it got a slot leaves, and the group is forgotten once nobody is in it.
 final class SharedRenders: Sendable {
-  /// The variants rendered from one original, and the original's SHA-256 (nil when not hashed).
-  typealias Rendered = (info: SourceInfo, variants: [RenderedVariant], sourceHash: String?)
+  /// The variants rendered from one original, the original's SHA-256 (nil when not hashed), and the
+  /// seconds its download took (or its wait for another job's download of the same URL).
+  typealias Rendered = (
+    info: SourceInfo, variants: [RenderedVariant], sourceHash: String?, fetchSeconds: Double
+  )
 
   /// What a member gets: variants rendered here, or an earlier job's (same original bytes and profile:
   /// nothing decoded). Only a member alone in its group is offered reuse, so no other member waits on it.
@@ -186,6 +189,6 @@ final class SharedRenders: Sendable {
       variant.name = entry.name
       return variant
     }
-    return (rendered.info, mine, rendered.sourceHash)
+    return (rendered.info, mine, rendered.sourceHash, rendered.fetchSeconds)
   }
 }

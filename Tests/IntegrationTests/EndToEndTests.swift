@@ -71,6 +71,18 @@ struct EndToEndTests {
     let hashes = try sql(database, "SELECT thumbhash FROM thumbs.jobs").rows.map { $0[0] ?? "" }
     #expect(hashes.count == 20)
     #expect(hashes.allSatisfy { (Data(base64Encoded: $0)?.count ?? 0) >= 5 && $0.count <= 36 }, "\(hashes)")
+    // And where its time went (migrations/0007): every stage, in milliseconds, decoding never free.
+    let stages = try sql(
+      database,
+      """
+      SELECT count(*) FILTER (WHERE stage_ms ?& array['fetch', 'decode', 'resize', 'encode', 'store']
+                                AND (stage_ms->>'decode')::float > 0
+                                AND (SELECT bool_and(jsonb_typeof(v) = 'number' AND v::text::float >= 0)
+                                       FROM jsonb_each(stage_ms) AS e(k, v)))
+        FROM thumbs.jobs
+      """
+    ).rows[0][0]
+    #expect(stages == "20")
     var smallByName: [String: PixelBuffer] = [:]
     for photo in photos {
       let rows = try sql(

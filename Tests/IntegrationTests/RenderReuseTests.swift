@@ -65,13 +65,17 @@ struct RenderReuseTests {
     }
     let jobs = try sql(
       fixture.database,
-      "SELECT id, state, render_key, reused_from, thumbhash FROM thumbs.jobs ORDER BY id"
+      "SELECT id, state, render_key, reused_from, thumbhash, "
+        + "(SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(stage_ms) k) FROM thumbs.jobs ORDER BY id"
     ).rows
     #expect(jobs[0][1] == "succeeded" && jobs[1][1] == "succeeded")
     #expect(jobs[0][2] != nil && jobs[0][2] == jobs[1][2], "one render key for the same bytes and profile")
     #expect(jobs[0][3] == nil)
     #expect(jobs[1][3] == first, "the copy's row says whose variants it took")
     #expect(jobs[1][4] == jobs[0][4], "and carries the same ThumbHash")
+    // Stage times (migrations/0007): every stage for the job that rendered, only the download for the copy.
+    #expect(jobs[0][5] == "{decode,encode,fetch,resize,store}")
+    #expect(jobs[1][5] == "{fetch}")
     // The copy was downloaded (its bytes decide), and recorded as an original of its own.
     #expect(try await fixture.origin.requestCount("/files/shared-copy.jpg") == 1)
   }

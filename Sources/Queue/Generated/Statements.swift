@@ -123,10 +123,11 @@ public enum SQL {
     columns: [],
     columnTypes: [])
 
-  /// Marks the jobs succeeded (with their ThumbHash, render key, and the job whose variants they reused,
-  /// if any) and inserts their variant rows in one statement: for each job both happen or neither does.
-  /// $1, $2, $10, $11, $12 are one entry per job; $3 to $9 one per variant, $3 naming its job. Returns the ids written; a job missing from the answer lost its lease, and its
-  /// variant rows were not inserted either.
+  /// Marks the jobs succeeded (with their ThumbHash, render key, the job whose variants they reused, if
+  /// any, and their stage times) and inserts their variant rows in one statement: for each job both happen
+  /// or neither does. $1, $2, $10 to $13 are one entry per job; $3 to $9 one per variant, $3 naming its
+  /// job. Returns the ids written; a job missing from the answer lost its lease, and its variant rows were
+  /// not inserted either.
   ///
   /// Fencing and lock order as in heartbeat_jobs: only rows still running under the caller's
   /// lease_token, locked in id order.
@@ -134,8 +135,8 @@ public enum SQL {
     name: "complete_jobs",
     text: #"""
       WITH input AS (
-        SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[])
-                 AS t(id, token, thumbhash, render_key, reused_from)),
+        SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[])
+                 AS t(id, token, thumbhash, render_key, reused_from, stage_ms)),
       locked AS MATERIALIZED (
         SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
          WHERE j.lease_token = i.token AND j.state = 'running'
@@ -144,7 +145,7 @@ public enum SQL {
         UPDATE thumbs.jobs j
            SET state = 'succeeded', finished_at = now(), error_code = NULL, last_error = NULL,
                lease_token = NULL, lease_expires_at = NULL, thumbhash = i.thumbhash,
-               render_key = i.render_key, reused_from = i.reused_from
+               render_key = i.render_key, reused_from = i.reused_from, stage_ms = i.stage_ms
           FROM locked, input i WHERE j.id = locked.id AND i.id = j.id
         RETURNING j.id),
       stored AS (
@@ -161,11 +162,11 @@ public enum SQL {
       """#,
     parameters: [
       "ids", "tokens", "variant_job_ids", "names", "widths", "heights", "formats", "bytes", "storage_keys",
-      "thumbhashes", "render_keys", "reused_from",
+      "thumbhashes", "render_keys", "reused_from", "stage_ms",
     ],
     parameterTypes: [
       "bigint[]", "uuid[]", "bigint[]", "text[]", "int[]", "int[]", "text[]", "bigint[]", "text[]", "text[]",
-      "text[]", "bigint[]",
+      "text[]", "bigint[]", "jsonb[]",
     ],
     columns: ["id"],
     columnTypes: ["bigint"])

@@ -149,6 +149,7 @@ CREATE TABLE thumbs.jobs (
     thumbhash text,
     render_key text,
     reused_from bigint,
+    stage_ms jsonb,
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts > 0)),
     CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 )
@@ -159,6 +160,8 @@ COMMENT ON COLUMN thumbs.jobs.thumbhash IS 'ThumbHash of the original (base64), 
 COMMENT ON COLUMN thumbs.jobs.render_key IS 'SHA-256 of (original bytes'' SHA-256, profile spec, storage, renderer version), set when the job succeeds';
 
 COMMENT ON COLUMN thumbs.jobs.reused_from IS 'The succeeded job whose variants this job took (same render key): nothing was decoded for it';
+
+COMMENT ON COLUMN thumbs.jobs.stage_ms IS 'Milliseconds per stage of the attempt that succeeded (fetch, decode, resize, encode, store), set when the job succeeds';
 
 CREATE VIEW thumbs.failed_jobs AS
  SELECT jobs.id,
