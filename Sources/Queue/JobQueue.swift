@@ -85,6 +85,11 @@ public struct JobQueue: Sendable {
 
   /// The live part of the queue (SQL/queue_depth.sql): cheap enough to ask every few seconds, since it
   /// reads only the indexes of queued and running jobs, however many finished ones the table holds.
+  /// The newest migration applied to the database (SchemaRequirement), nil when none is.
+  public func schemaVersion() async throws(PostgresError) -> String? {
+    try await client.prepared(SQL.schemaVersion).namedRows.first?.value("version")
+  }
+
   public func queueDepth() async throws(PostgresError) -> QueueDepth {
     let rows = try await client.prepared(SQL.queueDepth).namedRows
     guard let row = rows.first else {

@@ -70,6 +70,13 @@ struct SchemaSnapshotTests {
     #expect(!migrator.migrations.contains { $0.name.contains("schema") })
   }
 
+  /// Workers wait for the schema their statements need (SchemaRequirement): it must name the newest
+  /// migration, or a worker would run on a schema missing what a new migration added.
+  @Test func workersRequireTheNewestMigration() throws {
+    let migrator = try Migrator(directory: TestDatabase.repoRoot.appendingPathComponent("migrations"))
+    #expect(migrator.migrations.map(\.version).max() == SchemaRequirement.version)
+  }
+
   @Test func aFolderWithTheSnapshotInItIsRefused() throws {
     let folder = try makeTemporaryDirectory()
     defer { try? FileManager.default.removeItem(at: folder) }

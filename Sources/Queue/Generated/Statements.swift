@@ -533,6 +533,18 @@ public enum SQL {
     columns: ["id", "notified"],
     columnTypes: ["bigint", "bigint"])
 
+  /// The newest migration applied (its NNNN), NULL when none is. A worker compares it with the one its
+  /// statements need (SchemaRequirement) before it announces itself or leases anything.
+  public static let schemaVersion = SQLStatement(
+    name: "schema_version",
+    text: #"""
+      SELECT max(version) AS version FROM thumbs.schema_migrations
+      """#,
+    parameters: [],
+    parameterTypes: [],
+    columns: ["version"],
+    columnTypes: ["text"])
+
   /// `thumbd status`: one row per state, with the age of its oldest job to the second ('-' when none).
   public static let statusQueue = SQLStatement(
     name: "status_queue",
@@ -590,6 +602,7 @@ public enum SQL {
     benchLiveJobs, benchSucceededJobs, benchVacuumJobs, completeJobs, createMigrationsTable,
     createThumbsSchema, enqueueJob, expireWorkers, failJobs, findRendered, handBackJobs, heartbeatJobs,
     leaseJobs, listenJobs, lockMigrations, pruneJobs, pruneOriginals, queueDepth, recordMigration,
-    recordOriginal, rescueExpiredJobs, statusQueue, statusWorkers, unlockMigrations, withdrawWorker,
+    recordOriginal, rescueExpiredJobs, schemaVersion, statusQueue, statusWorkers, unlockMigrations,
+    withdrawWorker,
   ]
 }

@@ -59,23 +59,43 @@ struct Keeper: Service, WithServiceContext {
     var announced = false
     while !ending.isResolved && !shutdown.isRequested {
       readiness.keeperRound()
+      // The schema first: a worker newer than its database's schema would fail every job it leased.
+      var problem: String?
       do {
-        try await readiness.observe { () throws(PostgresError) in
-          try await queue.announce(record, counters: metrics.counters, stopping: false)
+        let newest = try await readiness.observe { () throws(PostgresError) in try await queue.schemaVersion()
         }
-        announced = true
-        break
+        problem = SchemaRequirement.problem(newestApplied: newest)
+        if problem == nil {
+          try await readiness.observe { () throws(PostgresError) in
+            try await queue.announce(record, counters: metrics.counters, stopping: false)
+          }
+          announced = true
+          break
+        }
       } catch {
-        failures += 1
-        let delay = backoff.delay(afterFailures: failures)
-        logger.warning(
-          "database unreachable, will retry",
-          metadata: [
-            "error": "\(error)", "try": "\(failures)",
-            "retry.after_seconds": "\(delay.inSeconds)",
-          ])
-        await wake.wait(timeout: delay.inSeconds)
+        problem = SchemaRequirement.problem(error)
+        if problem == nil {
+          failures += 1
+          let delay = backoff.delay(afterFailures: failures)
+          logger.warning(
+            "database unreachable, will retry",
+            metadata: [
+              "error": "\(error)", "try": "\(failures)", "retry.after_seconds": "\(delay.inSeconds)",
+            ])
+          await wake.wait(timeout: delay.inSeconds)
+          continue
+        }
       }
+      // The database answers but cannot take this worker yet: an operator's fix, so an error line each
+      // time; the worker stays unready and checks again, and starts by itself once it is fixed.
+      failures += 1
+      let delay = backoff.delay(afterFailures: failures)
+      logger.error(
+        "database not ready for this worker, will retry",
+        metadata: [
+          "problem": "\(problem ?? "")", "try": "\(failures)", "retry.after_seconds": "\(delay.inSeconds)",
+        ])
+      await wake.wait(timeout: delay.inSeconds)
     }
     // Stopped during the start-up: nothing was leased; a registration just made is taken back.
     guard announced && !ending.isResolved && !shutdown.isRequested else {
