@@ -28,16 +28,8 @@ SELECT id, source_url, shares_source FROM thumbs.jobs
  ORDER BY priority DESC, run_at, id LIMIT 2 FOR UPDATE SKIP LOCKED;
 ROLLBACK;
 -- What every worker samples every 5 s for /metrics (Sources/Queue/SQL/queue_depth.sql).
-WITH queued AS (
-  SELECT count(*) AS queued,
-         count(*) FILTER (WHERE run_at <= now()) AS ready,
-         min(run_at) FILTER (WHERE run_at <= now()) AS oldest_ready
-    FROM thumbs.jobs
-   WHERE state = 'queued')
-SELECT q.queued, q.ready,
-       (SELECT count(*) FROM thumbs.jobs WHERE state = 'running') AS running,
-       coalesce(extract(epoch FROM now() - q.oldest_ready), 0)::float8 AS oldest_ready_seconds
-  FROM queued q;
+\ir ../Sources/Queue/SQL/queue_depth.sql
+;
 -- The admin overview (also `thumbd status`): it counts the finished jobs too.
 SELECT * FROM thumbs.queue_overview;
 -- One retention batch (the jobs of the oldest day).

@@ -60,7 +60,9 @@ struct Keeper: Service, WithServiceContext {
     while !ending.isResolved && !shutdown.isRequested {
       readiness.keeperRound()
       // The schema first: a worker newer than its database's schema would fail every job it leased.
+      // `problem` says why the database, although it answers, cannot take this worker yet.
       var problem: String?
+      var failure: PostgresError?
       do {
         let newest = try await readiness.observe { () throws(PostgresError) in try await queue.schemaVersion()
         }
@@ -73,28 +75,21 @@ struct Keeper: Service, WithServiceContext {
           break
         }
       } catch {
+        failure = error
         problem = SchemaRequirement.problem(error)
-        if problem == nil {
-          failures += 1
-          let delay = backoff.delay(afterFailures: failures)
-          logger.warning(
-            "database unreachable, will retry",
-            metadata: [
-              "error": "\(error)", "try": "\(failures)", "retry.after_seconds": "\(delay.inSeconds)",
-            ])
-          await wake.wait(timeout: delay.inSeconds)
-          continue
-        }
       }
-      // The database answers but cannot take this worker yet: an operator's fix, so an error line each
-      // time; the worker stays unready and checks again, and starts by itself once it is fixed.
       failures += 1
       let delay = backoff.delay(afterFailures: failures)
-      logger.error(
-        "database not ready for this worker, will retry",
-        metadata: [
-          "problem": "\(problem ?? "")", "try": "\(failures)", "retry.after_seconds": "\(delay.inSeconds)",
-        ])
+      var metadata: Logger.Metadata = ["try": "\(failures)", "retry.after_seconds": "\(delay.inSeconds)"]
+      if let problem {
+        // An operator's fix: an error line each time. The worker stays unready, checks again, and
+        // starts by itself once the database is fixed.
+        metadata["problem"] = "\(problem)"
+        logger.error("database not ready for this worker, will retry", metadata: metadata)
+      } else {
+        metadata["error"] = "\(failure.map { "\($0)" } ?? "")"
+        logger.warning("database unreachable, will retry", metadata: metadata)
+      }
       await wake.wait(timeout: delay.inSeconds)
     }
     // Stopped during the start-up: nothing was leased; a registration just made is taken back.
