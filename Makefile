@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Extra arguments for `swift test`, e.g. make test SWIFT_TEST_FLAGS='--filter FetchTests'
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: build release test demo format lint clean fuzz sql
+.PHONY: build release test demo chaos format lint clean fuzz sql
 
 build:
 	$(SWIFT) build
@@ -23,6 +23,16 @@ test:
 
 demo:
 	scripts/demo.sh
+
+# A fleet of workers, each in a network namespace of its own, under kills, freezes, cut links, a lossy
+# link and PostgreSQL restarts; then the invariants (docs/reliability.md). Root only.
+# e.g. make chaos CHAOS_ARGS='--jobs 500 --seconds 120 --seed 7'
+CHAOS_ARGS ?=
+chaos: release
+	scripts/install-deps.sh
+	scripts/sample-photos.sh demo/originals 20
+	python3 scripts/chaos.py --thumbd "$$($(SWIFT) build -c release --show-bin-path)/thumbd" \
+	  --photos demo/originals $(CHAOS_ARGS)
 
 format:
 	$(SWIFT) format -i -r Sources Tests Package.swift

@@ -23,11 +23,14 @@ packages=(
   openssl
 )
 # For the tests only: PgBouncerTests runs Debian's PgBouncer, ContactSheetTests opens the demo's page in
-# headless Chromium, and the S3 test server lives in a virtualenv.
+# headless Chromium, the S3 test server lives in a virtualenv, and the chaos driver (scripts/chaos.py)
+# drops packets with iptables and checks every stored thumbnail with djpeg.
 test_packages=(
   python3-venv
   pgbouncer
   chromium
+  iptables
+  libjpeg-turbo-progs
 )
 if ! $demo_only; then packages+=("${test_packages[@]}"); fi
 

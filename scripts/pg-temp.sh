@@ -9,6 +9,9 @@
 #
 # DIR's parent directories must be searchable by the postgres user when run as root
 # (a directory from `mktemp -d` under /tmp is fine; /root is not).
+#
+# PG_TEMP_LISTEN: the addresses to listen on (default 127.0.0.1). Clients on the networks of those
+# addresses are trusted too: the chaos driver's workers reach it from network namespaces.
 set -euo pipefail
 
 usage() { echo "usage: $0 start|stop|pause|resume DIR" >&2; exit 2; }
@@ -36,6 +39,14 @@ as_owner() {
   else
     (cd / && "$@")
   fi
+}
+
+# The server's options; the addresses are remembered in DIR/listen so that resume uses them again.
+server_options() {
+  local port=$1 listen
+  listen=$(cat "$dir/listen" 2>/dev/null || echo 127.0.0.1)
+  echo "-c listen_addresses=$listen -c port=$port -c unix_socket_directories=$dir \
+-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
 }
 
 free_port() {
@@ -71,13 +82,15 @@ start() {
     cat "$dir/initdb.log" >&2
     exit 1
   }
+  echo "${PG_TEMP_LISTEN:-127.0.0.1}" >"$dir/listen"
+  if [ "${PG_TEMP_LISTEN:-127.0.0.1}" != 127.0.0.1 ]; then
+    echo "host all all samenet trust" >>"$dir/data/pg_hba.conf"
+  fi
 
   for attempt in 1 2 3 4 5; do
     port=$(free_port)
     if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 -s start \
-      -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir \
--c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-      >/dev/null 2>&1; then
+      -o "$(server_options "$port")" >/dev/null 2>&1; then
       started=1
       break
     fi
@@ -125,8 +138,7 @@ resume() {
   local port
   port=$(sed -E 's|.*:([0-9]+)/.*|\1|' "$dir/url")
   as_owner "$(pg_bin)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 -s start \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir \
--c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" >/dev/null
+    -o "$(server_options "$port")" >/dev/null
 }
 
 case $cmd in

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A loopback HTTP origin that misbehaves on request, for thumbd's fetch tests.
 
-    python3 origin.py --root DIR [--port 0] [--tls-cert FILE --tls-key FILE]
+    python3 origin.py --root DIR [--host 127.0.0.1] [--port 0] [--tls-cert FILE --tls-key FILE]
 
-Binds 127.0.0.1, prints exactly one line "PORT <n>" on stdout, then serves until killed. With
+Binds 127.0.0.1 (or --host: the chaos driver serves a fleet of network namespaces), prints exactly one line "PORT <n>" on stdout, then serves until killed. With
 --tls-cert and --tls-key it speaks HTTPS only (tests use a self-signed certificate a client must refuse).
 Standard library only, so tests need nothing beyond python3.
 
@@ -400,6 +400,7 @@ class Server(ThreadingHTTPServer):
 def main():
     parser = argparse.ArgumentParser(description="loopback HTTP origin for thumbd tests")
     parser.add_argument("--root", required=True, help="directory served under /files/")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="TCP port; 0 picks a free one")
     parser.add_argument("--tls-cert", help="PEM certificate: serve HTTPS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
@@ -407,7 +408,7 @@ def main():
     if not os.path.isdir(args.root):
         parser.error(f"--root {args.root!r} is not a directory")
 
-    server = Server(("127.0.0.1", args.port), args.root)
+    server = Server((args.host, args.port), args.root)
     if args.tls_cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.tls_cert, args.tls_key)
