@@ -35,7 +35,7 @@ struct ChaosTests {
       "/usr/bin/timeout",
       [
         "600", "python3", TestDatabase.repoRoot.appendingPathComponent("scripts/chaos.py").path,
-        "--thumbd", binary.path, "--photos", photos.path, "--workers", "4", "--jobs", "60",
+        "--thumbd", binary.path, "--photos", photos.path, "--workers", "4", "--jobs", "120",
         "--seconds", "40", "--lease-ttl", "3", "--seed", "1", "--json", summaryURL.path,
       ], withStandardError: true)
     #expect(code == 0, "chaos.py exit \(code):\n\(output.suffix(6000))")

@@ -64,7 +64,8 @@ struct Keeper: Service, WithServiceContext {
       var problem: String?
       var failure: PostgresError?
       do {
-        let newest = try await readiness.observe { () throws(PostgresError) in try await queue.schemaVersion()
+        let newest = try await readiness.observe { () throws(PostgresError) in
+          try await queue.schemaVersion()
         }
         problem = SchemaRequirement.problem(newestApplied: newest)
         if problem == nil {
