@@ -4,7 +4,7 @@ SWIFT ?= swift
 # Extra arguments for `swift test`, e.g. make test SWIFT_TEST_FLAGS='--filter FetchTests'
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: build release test demo chaos format lint clean fuzz sql
+.PHONY: build release test demo chaos sweep format lint clean fuzz sql
 
 build:
 	$(SWIFT) build
@@ -33,6 +33,16 @@ chaos: release
 	scripts/sample-photos.sh demo/originals 20
 	python3 scripts/chaos.py --thumbd "$$($(SWIFT) build -c release --show-bin-path)/thumbd" \
 	  --photos demo/originals $(CHAOS_ARGS)
+
+# The bad-input sweep: mutations of valid photos of every input format (and ../shared/corpus/invalid
+# when it is there) through real workers; every file must end as a classified error or a correct
+# thumbnail (docs/reliability.md). Findings are kept in /tmp/sweep-findings.
+# e.g. make sweep SWEEP_ARGS='--mutations 10000 --seed 3'
+SWEEP_ARGS ?=
+sweep: release
+	scripts/install-deps.sh
+	python3 scripts/sweep.py --thumbd "$$($(SWIFT) build -c release --show-bin-path)/thumbd" \
+	  --out-json /tmp/sweep.json $(SWEEP_ARGS)
 
 format:
 	$(SWIFT) format -i -r Sources Tests Package.swift
