@@ -1,0 +1,30 @@
+"""What every part of the sweep shares: the repository's path, the format families and their file
+extensions, the log line, running a command, and sizes such as 256MiB."""
+
+import os
+import re
+import subprocess
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FAMILIES = ["jpeg", "png", "webp", "heic", "avif"]
+EXTENSIONS = {"jpeg": "jpg", "png": "png", "webp": "webp", "heic": "heic", "avif": "avif"}
+
+
+def log(message):
+    print(f"sweep {time.strftime('%H:%M:%S')} {message}", flush=True)
+
+
+def run(*args, check=True, **kwargs):
+    result = subprocess.run(list(args), capture_output=True, **kwargs)
+    if check and result.returncode != 0:
+        err = result.stderr if isinstance(result.stderr, str) else result.stderr.decode(errors="replace")
+        raise RuntimeError(f"{' '.join(map(str, args))}: exit {result.returncode}: {err.strip()[-2000:]}")
+    return result
+
+
+def parse_size(text):
+    match = re.fullmatch(r"(\d+)\s*(MiB|GiB|KiB|)", text)
+    if not match:
+        raise ValueError(f"size {text!r}: want e.g. 256MiB")
+    return int(match.group(1)) * {"": 1, "KiB": 1024, "MiB": 1 << 20, "GiB": 1 << 30}[match.group(2)]
