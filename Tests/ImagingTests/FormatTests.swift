@@ -228,6 +228,23 @@ struct HEIFCorpusTests {
     #expect(top[1] > top[0] && top[1] > top[2], "\(top)")
   }
 
+  /// Found by the bad-input sweep: a grid whose `dimg` references name the grid itself sent libheif 1.15
+  /// into endless recursion, and the worker died of a stack overflow. It is refused before libheif reads it.
+  @Test func aHEIFGridMadeOfItselfIsRefusedNotACrash() throws {
+    var bytes = try SharedCorpus.bytes("heic/IMG_5195.HEIC")
+    let iref = try #require(bytes.firstRange(of: Array("iref".utf8))).lowerBound
+    let dimg = try #require(bytes[iref...].firstRange(of: Array("dimg".utf8))).lowerBound
+    // iref version 0: from (16 bits), count (16 bits), then the tiles; the first tile becomes the grid.
+    bytes[dimg + 8] = bytes[dimg + 4]
+    bytes[dimg + 9] = bytes[dimg + 5]
+    #expect(HEIFItemReferences.derivationLoop(in: bytes) != nil)
+    let error = #expect(throws: JobError.self) {
+      try thumbnailer.render(bytes, variants: Profile.default.variants)
+    }
+    #expect(error?.code == .corruptImage)
+    #expect(error?.message.contains("derived from itself") == true, "\(String(describing: error))")
+  }
+
   @Test func libheifExamplesDecodeInBothCodecs() throws {
     let (heic, heicSmall) = try render("heic/example.heic")
     #expect(heic.format == .heif && heic.size == PixelSize(width: 1280, height: 854))

@@ -25,6 +25,10 @@ final class HEIFSource: SourceDecoder {
 
   init(_ data: [UInt8], format: ImageFormat, maxPixels: Int) throws(JobError) {
     _ = Self.initialised
+    // Before libheif reads the file: its 1.15 recurses without end on such a loop (HEIFItemReferences).
+    if let item = HEIFItemReferences.derivationLoop(in: data) {
+      throw JobError(.corruptImage, "HEIF item \(item) is derived from itself (a loop of dimg references)")
+    }
     file = OwnedBytes(data)
     guard let context = heif_context_alloc() else {
       throw JobError(.internalError, "heif_context_alloc failed")
