@@ -112,21 +112,43 @@ public struct Thumbnailer: Sendable {
     timings.decode = mark.secondsSince
     let output = OutputStage(header: header, model: decoded.image.model)
     let orientation = header.orientation
-    let steps = RenderPlanner.steps(
-      original: upright, decoded: orientation.uprightSize(of: decoded.image.size), variants: all)
+    let decodedUpright = orientation.uprightSize(of: decoded.image.size)
+    let steps = RenderPlanner.steps(original: upright, decoded: decodedUpright, variants: all)
+    // Smart crops go last: their window is chosen on the analysis picture, which is made from a
+    // whole-frame result of an earlier step. A crop feeds no other step, so nothing else changes.
+    let smartCrops = Set(
+      variants.indices.filter { variants[$0].fit == .cover && variants[$0].crop != .centre })
+    let analysisStep =
+      smartCrops.isEmpty
+      ? nil : RenderPlanner.analysisStep(original: upright, decoded: decodedUpright, variants: variants)
+    let ordered =
+      steps.filter { !smartCrops.contains($0.variant) } + steps.filter { smartCrops.contains($0.variant) }
+    var analysis: CropAnalysisImage?
 
     var images: [Int: PlanarImage] = [:]  // results later steps read, in stored orientation
     var rendered: [RenderedVariant?] = Array(repeating: nil, count: variants.count)
     var thumbHash = ""
-    for step in steps {
+    for step in ordered {
       let source = step.source.flatMap { images[$0] } ?? decoded.image
-      let region = orientation.storedRegion(step.region, upright: orientation.uprightSize(of: source.size))
-      let size = orientation.uprightSize(of: step.output)  // the output as stored (a swap undoes a swap)
+      let sourceUpright = orientation.uprightSize(of: source.size)
       let isHash = step.variant == variants.count
       let spec = all[step.variant]
+      mark = .now
+      var uprightRegion = step.region
+      if let analysisStep, smartCrops.contains(step.variant) {
+        let picture =
+          analysis
+          ?? Self.cropAnalysis(
+            analysisStep, from: analysisStep.source.flatMap { images[$0] } ?? decoded.image, output: output,
+            orientation: orientation)
+        analysis = picture
+        uprightRegion = Self.smartCropRegion(
+          spec, original: upright, analysis: picture, sourceUpright: sourceUpright)
+      }
+      let region = orientation.storedRegion(uprightRegion, upright: sourceUpright)
+      let size = orientation.uprightSize(of: step.output)  // the output as stored (a swap undoes a swap)
       let format = spec.format.resolved(sourceHasAlpha: header.hasAlpha)
       let direct = !isHash && output.encodesPlanes(format)
-      mark = .now
       let image = Resampler.resample(
         source, region: region, to: size,
         outputSubsampling: direct
@@ -143,8 +165,10 @@ public struct Thumbnailer: Sendable {
         rendered[step.variant] = RenderedVariant(
           name: spec.name, size: step.output, format: format, data: bytes)
       }
-      // Keep only what a later step reads.
-      if steps.contains(where: { $0.source == step.variant }) { images[step.variant] = image }
+      // Keep only what a later step or the analysis reads.
+      if steps.contains(where: { $0.source == step.variant }) || analysisStep?.source == step.variant {
+        images[step.variant] = image
+      }
     }
     let info = SourceInfo(
       format: header.format, size: upright, orientation: orientation,

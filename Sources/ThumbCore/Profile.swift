@@ -2,11 +2,22 @@
 public enum Fit: String, Sendable, Codable, CaseIterable {
   /// The whole picture, as large as fits inside the box.
   case inside
-  /// The box filled completely; what overflows is cropped equally from both sides (centre crop).
+  /// The box filled completely; what overflows is cropped, from both sides equally unless the variant's
+  /// `crop` says otherwise (CropStrategy).
   case cover
   /// The whole picture stretched to the box, ignoring its aspect ratio (each side capped at the
   /// source's, so nothing is upscaled).
   case fill
+}
+
+/// Which part of the picture a `cover` variant keeps when the box's aspect differs from the picture's.
+public enum CropStrategy: String, Sendable, Codable, CaseIterable {
+  /// The middle: what overflows is cut equally from both sides.
+  case centre
+  /// The window with the most salient content: edges, saturated colour and skin tones (SmartCrop).
+  case attention
+  /// The window whose luma carries the most information: the highest Shannon entropy (SmartCrop).
+  case entropy
 }
 
 /// The encoding of a rendered variant.
@@ -58,10 +69,12 @@ public struct VariantSpec: Sendable, Hashable, Codable {
   public var subsampling: ChromaSubsampling
   /// JPEG only: progressive scans (smaller for large variants, shown coarse-to-fine while loading).
   public var progressive: Bool
+  /// `cover` only: which part of the picture is kept.
+  public var crop: CropStrategy
 
   public init(
     name: String, width: Int, height: Int, fit: Fit, format: VariantFormat, quality: Int,
-    subsampling: ChromaSubsampling = .s420, progressive: Bool = false
+    subsampling: ChromaSubsampling = .s420, progressive: Bool = false, crop: CropStrategy = .centre
   ) {
     self.name = name
     self.width = width
@@ -71,6 +84,7 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     self.quality = quality
     self.subsampling = subsampling
     self.progressive = progressive
+    self.crop = crop
   }
 
   public var box: PixelSize { PixelSize(width: width, height: height) }

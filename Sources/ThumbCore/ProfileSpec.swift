@@ -4,7 +4,8 @@ public import Foundation
 /// `{"variants": [{"name": "large", "width": 1600, "height": 1600, "fit": "inside", "format": "jpeg",
 /// "quality": 82}, ...]}`. `fit` (inside, cover, fill) defaults to `inside`, `format` (jpeg, webp, png,
 /// auto) to `jpeg`, `quality` to 82, `subsampling` ("4:2:0" or "4:4:4", JPEG only) to "4:2:0",
-/// `progressive` (JPEG only) to false. Unknown keys are refused, so a misspelt option is not ignored.
+/// `progressive` (JPEG only) to false, `crop` (centre, attention, entropy; `fit: cover` only) to centre.
+/// Unknown keys are refused, so a misspelt option is not ignored.
 /// Every problem is reported with the variant and field it concerns, since operators write these by hand.
 public enum ProfileSpec {
   public static let maxDimension = 8192
@@ -28,10 +29,11 @@ public enum ProfileSpec {
     var quality: Int?
     var subsampling: String?
     var progressive: Bool?
+    var crop: String?
   }
 
   static let variantKeys: Set<String> = [
-    "name", "width", "height", "fit", "format", "quality", "subsampling", "progressive",
+    "name", "width", "height", "fit", "format", "quality", "subsampling", "progressive", "crop",
   ]
 
   public static func parse(name: String, json: Data) throws(Invalid) -> Profile {
@@ -86,10 +88,15 @@ public enum ProfileSpec {
       if format != .jpeg && (v.subsampling != nil || v.progressive != nil) {
         throw fail("\"subsampling\" and \"progressive\" apply to \"format\": \"jpeg\" only")
       }
+      guard let crop = CropStrategy(rawValue: v.crop ?? "centre") else {
+        throw fail("\"crop\" must be one of \(CropStrategy.allCases.map(\.rawValue).joined(separator: ", "))")
+      }
+      // Only a cover variant cuts anything away; on the others a crop would be silently meaningless.
+      if fit != .cover && v.crop != nil { throw fail("\"crop\" applies to \"fit\": \"cover\" only") }
       variants.append(
         VariantSpec(
           name: variantName, width: width, height: height, fit: fit, format: format, quality: quality,
-          subsampling: subsampling, progressive: v.progressive ?? false))
+          subsampling: subsampling, progressive: v.progressive ?? false, crop: crop))
     }
     return Profile(name: name, variants: variants)
   }

@@ -58,6 +58,29 @@ public enum RenderPlanner {
       .min { sizes[$0].pixels < sizes[$1].pixels }
   }
 
+  /// Where smart crops (SmartCrop) are decided: a picture of the whole frame, at most
+  /// `SmartCrop.analysisSide` on its longest side and never larger than the decode, resampled from
+  /// `source`: the smallest `inside` variant at least `output` on both sides (its result is a
+  /// whole-frame image that exists anyway), or the decode when none is (nil).
+  public struct AnalysisStep: Hashable, Sendable {
+    public var source: Int?
+    public var output: PixelSize
+  }
+
+  /// `original` and `decoded` are upright sizes, as for `steps`.
+  public static func analysisStep(
+    original: PixelSize, decoded: PixelSize, variants: [VariantSpec]
+  ) -> AnalysisStep {
+    let box = PixelSize(width: SmartCrop.analysisSide, height: SmartCrop.analysisSide)
+    let output = VariantLayout.make(source: decoded, box: box, fit: .inside).output
+    let wholeFrames = variants.indices.filter { variants[$0].fit == .inside }.map {
+      (index: $0, size: VariantLayout.make(source: original, box: variants[$0].box, fit: .inside).output)
+    }
+    let source = wholeFrames.filter { $0.size.width >= output.width && $0.size.height >= output.height }
+      .min { $0.size.pixels < $1.size.pixels }?.index
+    return AnalysisStep(source: source, output: output)
+  }
+
   /// One resample: variant `variant` is made from `source` (nil = the decoded image, otherwise an earlier
   /// variant's output), taking `region` of that source image.
   public struct Step: Hashable, Sendable {

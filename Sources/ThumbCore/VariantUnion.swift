@@ -1,5 +1,5 @@
 /// The variants of several jobs' profiles, rendered from one decode of their shared original. Variants
-/// that differ only in name (the same box, fit, format and encoding in two profiles) are rendered once.
+/// that differ only in name (the same box, fit, crop, format and encoding in two profiles) are rendered once.
 public struct VariantUnion: Sendable, Equatable {
   /// What to render: each distinct variant once, named `u0`, `u1`, ...
   public let specs: [VariantSpec]
@@ -34,5 +34,6 @@ public struct VariantUnion: Sendable, Equatable {
   static func sameOutput(_ a: VariantSpec, _ b: VariantSpec) -> Bool {
     a.width == b.width && a.height == b.height && a.fit == b.fit && a.format == b.format
       && a.quality == b.quality && a.subsampling == b.subsampling && a.progressive == b.progressive
+      && a.crop == b.crop
   }
 }

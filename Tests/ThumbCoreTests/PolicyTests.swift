@@ -108,6 +108,18 @@ import Testing
     (#"{"variants":[{"name":"a","width":5,"height":5,"subsampling":"4:2:2"}]}"#, "4:2:0, 4:4:4"),
     (#"{"variants":[{"name":"a","width":5,"height":5,"format":"webp","progressive":true}]}"#, "jpeg\" only"),
     (#"{"variants":[{"name":"a","width":5,"height":5,"qualty":80}]}"#, "unknown key \"qualty\""),
+    (
+      #"{"variants":[{"name":"a","width":5,"height":5,"crop":"attention"}]}"#,
+      "variant 'a': \"crop\" applies to \"fit\": \"cover\" only"
+    ),
+    (
+      #"{"variants":[{"name":"a","width":5,"height":5,"fit":"fill","crop":"centre"}]}"#,
+      "variant 'a': \"crop\" applies"
+    ),
+    (
+      #"{"variants":[{"name":"a","width":5,"height":5,"fit":"cover","crop":"faces"}]}"#,
+      "variant 'a': \"crop\" must be one of centre, attention, entropy"
+    ),
     ("not json", "JSON"),
   ])
   func rejectsBadSpecsWithAReason(json: String, mentions: String) {
@@ -133,6 +145,31 @@ import Testing
     #expect(profile.variants[1].format == .jpeg && profile.variants[1].quality == 82)
     #expect(profile.variants[2].format.resolved(sourceHasAlpha: true) == .png)
     #expect(profile.variants[2].format.resolved(sourceHasAlpha: false) == .jpeg)
+  }
+}
+
+@Suite struct CropSpecTests {
+  @Test func coverVariantsTakeACropThatDefaultsToCentre() throws {
+    let json = #"""
+      {"variants": [
+        {"name": "a", "width": 64, "height": 64, "fit": "cover", "crop": "attention"},
+        {"name": "e", "width": 64, "height": 32, "fit": "cover", "crop": "entropy"},
+        {"name": "c", "width": 64, "height": 64, "fit": "cover", "crop": "centre"},
+        {"name": "d", "width": 64, "height": 64, "fit": "cover"}]}
+      """#
+    let profile = try ProfileSpec.parse(name: "p", json: Data(json.utf8))
+    #expect(profile.variants.map(\.crop) == [.attention, .entropy, .centre, .centre])
+    // The default profile's square stays a centre crop.
+    #expect(Profile.default.variants.allSatisfy { $0.crop == .centre })
+  }
+
+  @Test func variantsThatDifferOnlyInTheirCropAreRenderedApart() {
+    let centre = VariantSpec(name: "s", width: 256, height: 256, fit: .cover, format: .jpeg, quality: 80)
+    var attention = centre
+    attention.crop = .attention
+    let union = VariantUnion([[centre], [attention], [centre]])
+    #expect(union.specs.map(\.crop) == [.centre, .attention])
+    #expect(union.members.map { $0.map(\.index) } == [[0], [1], [0]])
   }
 }
 

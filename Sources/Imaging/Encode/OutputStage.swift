@@ -59,6 +59,15 @@ struct OutputStage {
     return ThumbHash.encodeBase64(width: pixels.width, height: pixels.height, rgba: pixels.pixels)
   }
 
+  /// The smart-crop analysis picture (SmartCrop) of a small resampled image: upright and sRGB, like the
+  /// ThumbHash's input, and transparency flattened on white as a JPEG variant shows it.
+  func cropAnalysis(of image: PlanarImage, orientation: Orientation) -> CropAnalysisImage {
+    var pixels = sRGB(image, orientation: orientation)
+    if pixels.channels == 4 { pixels = pixels.flattenedOnWhite() }
+    return CropAnalysisImage(
+      width: pixels.width, height: pixels.height, channels: pixels.channels, pixels: pixels.pixels)
+  }
+
   /// Upright, interleaved, sRGB: grey (1 channel), RGB, or RGBA with straight alpha.
   private func sRGB(_ image: PlanarImage, orientation: Orientation) -> PixelBuffer {
     let pixels = image.oriented(orientation).interleaved()
