@@ -81,7 +81,8 @@ public struct Thumbnailer: Sendable {
     return MemoryCostModel.interleavedDecode(
       format: format, stored: header.storedSize, orientation: header.orientation, hasAlpha: header.hasAlpha,
       compressedBytes: data.count, variants: variants, wholeImageCodec: !rowByRowWebP, margin: margin,
-      coded: (decoder as? HEIFSource)?.codedSize)
+      coded: (decoder as? HEIFSource)?.codedSize,
+      composedFrame: (decoder as? WebPSource)?.composedFrame)
   }
 
   /// Decodes `data` once, at the smallest size that still serves the largest variant, and renders every

@@ -121,27 +121,36 @@ public enum MemoryCostModel {
   /// PNG, WebP, HEIC and AVIF: decoded interleaved (three or four bytes a pixel), then split into as
   /// many planes. Upper bounds: a non-interlaced PNG is decoded row by row and never holds the
   /// interleaved image; a HEIF thumbnail, when one serves, is smaller than the primary image.
+  ///
+  /// `composedFrame`: the size of an animated WebP's first frame when libwebp's animation decoder
+  /// composes it onto its canvas (`stored`): that decoder cannot scale and holds two canvases of its own.
   public static func interleavedDecode(
     format: ImageFormat, stored: PixelSize, orientation: Orientation, hasAlpha: Bool, compressedBytes: Int,
     variants: [VariantSpec], wholeImageCodec: Bool = true, margin: Double = RenderPlanner.reductionMargin,
-    coded: PixelSize? = nil
+    coded: PixelSize? = nil, composedFrame: PixelSize? = nil
   ) -> MemoryEstimate {
     var estimate = MemoryEstimate()
     // The decoders keep a copy of the file for as long as they live (OwnedBytes).
     estimate.compressed = 2 * compressedBytes
     let upright = orientation.uprightSize(of: stored)
     var decoded = stored
-    if format == .webp,
+    if format == .webp, composedFrame == nil,
       let reduced = RenderPlanner.reducedDecodeSize(
         stored, requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants),
         margin: margin)
     {
       decoded = reduced
     }
-    let channels = hasAlpha ? 4 : 3
+    let channels = hasAlpha || composedFrame != nil ? 4 : 3
     estimate.decoded = decoded.pixels * channels
+    // Composed: the animation decoder's current canvas, RGBA, which the planes are split from.
     estimate.interleaved = decoded.pixels * channels
     switch format {
+    case .webp where composedFrame != nil:
+      // Its previous canvas (kept for the next frame to blend with), and the frame's own codec buffer
+      // while it decodes: a lossless frame's ARGB, four bytes a pixel of the frame (a lossy frame's
+      // alpha plane is one).
+      estimate.codec = stored.pixels * 4 + (composedFrame?.pixels ?? 0) * 4
     case .heif, .avif:
       // The codec's picture at its coded size (before cropping), YCbCr 4:2:0 at up to two bytes a
       // sample (10-bit), plus alpha.

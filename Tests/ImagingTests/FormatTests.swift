@@ -117,15 +117,6 @@ func near(_ a: [Double], _ b: [Double], _ tolerance: Double) -> Bool {
     #expect(meanDifference(try JPEG.decode(large[0].data), syntheticImage(width: 300, height: 200)) < 6)
   }
 
-  @Test func cmykJPEGBecomesRGB() throws {
-    // Inverted CMYK as libjpeg hands it over: C = 255 and K = 255 mean no cyan and no black, so this
-    // is red (no magenta, no yellow... inverted: full red).
-    let jpeg = TestImages.cmykJPEG(width: 64, height: 64, cmyk: (255, 0, 0, 255))
-    let (info, variants) = try thumbnailer.render(jpeg, variants: [variant("a", 32, 32)])
-    #expect(info.format == .jpeg)
-    #expect(near(meanColor(try JPEG.decode(variants[0].data)), [255, 0, 0], 6))
-  }
-
   /// A Display P3 colour must come out as the sRGB colour that looks the same: (200, 100, 50) in P3 is
   /// about (215, 93, 31) in sRGB (by the P3-to-sRGB matrix and the sRGB curve, worked by hand).
   @Test func iccProfileIsConvertedToSRGB() throws {

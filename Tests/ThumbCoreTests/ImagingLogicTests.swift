@@ -149,6 +149,24 @@ import ThumbCore
     #expect(webp.total < heic.total)
   }
 
+  /// An animated WebP composed on its canvas: decoded at full size (libwebp's animation decoder cannot
+  /// scale), four bytes a pixel even without alpha (the canvas around the frame is transparent), plus
+  /// the decoder's previous canvas and the first frame's own buffer.
+  @Test func aComposedAnimationCountsTheCanvasesAtFullSize() {
+    let canvas = PixelSize(width: 4000, height: 3000)
+    let frame = PixelSize(width: 1000, height: 500)
+    let composed = MemoryCostModel.interleavedDecode(
+      format: .webp, stored: canvas, orientation: .up, hasAlpha: false, compressedBytes: 1,
+      variants: variants,
+      composedFrame: frame)
+    #expect(composed.decoded == 48_000_000 && composed.interleaved == 48_000_000)
+    #expect(composed.codec == 48_000_000 + 2_000_000)
+    let still = MemoryCostModel.interleavedDecode(
+      format: .webp, stored: canvas, orientation: .up, hasAlpha: false, compressedBytes: 1, variants: variants
+    )
+    #expect(still.decoded == 3200 * 2400 * 3 && composed.total > still.total)
+  }
+
   @Test func theEconomicalMarginDecodesSmaller() {
     // 6400 px wide to 1600: 1/2 leaves the usual 2x margin, 1/4 is exactly the pixels needed.
     #expect(RenderPlanner.decodeDenominator(requiredScale: 0.25) == 2)

@@ -2,13 +2,21 @@ import CWebP
 import ThumbCore
 
 /// WebP through libwebp: lossy and lossless, alpha (decoded premultiplied), libwebp's scaled decoding,
-/// the ICCP and EXIF chunks through the demuxer. An animation gives its first frame.
+/// the ICCP and EXIF chunks through the demuxer. An animation gives its first frame, as shown: on the
+/// canvas.
 final class WebPSource: SourceDecoder {
   let header: SourceHeader
   private let file: OwnedBytes
   /// The bitstream to decode: the whole file, or an animation's first frame.
   private let bitstream: (UnsafePointer<UInt8>, Int)
   private let demuxer: OpaquePointer?
+  /// The first frame's size, for an animation whose first frame does not cover the whole canvas
+  /// (smaller, or offset): the frame alone would give a picture of the wrong size and aspect, so
+  /// libwebp's animation decoder composes it onto the canvas (WebPAnimation), at full size. Nil
+  /// otherwise: when the first frame covers the canvas, the composed canvas is exactly that frame, and
+  /// its bitstream is decoded alone, scaled like a still.
+  let composedFrame: PixelSize?
+  var composesOnCanvas: Bool { composedFrame != nil }
 
   init(_ data: [UInt8]) throws(JobError) {
     file = OwnedBytes(data)
@@ -32,6 +40,10 @@ final class WebPSource: SourceDecoder {
       orientation = ExifReader.tiffOrientation(exif) ?? .up
     }
     WebPDemuxReleaseChunkIterator(&chunk)
+    let canvas = PixelSize(
+      width: Int(WebPDemuxGetI(demuxer, WEBP_FF_CANVAS_WIDTH)),
+      height: Int(WebPDemuxGetI(demuxer, WEBP_FF_CANVAS_HEIGHT)))
+    let animated = WebPDemuxGetI(demuxer, WEBP_FF_FORMAT_FLAGS) & ANIMATION_FLAG.rawValue != 0
     var frame = WebPIterator()
     guard WebPDemuxGetFrame(demuxer, 1, &frame) != 0, let fragment = frame.fragment.bytes else {
       WebPDemuxReleaseIterator(&frame)
@@ -39,6 +51,9 @@ final class WebPSource: SourceDecoder {
       throw JobError(.corruptImage, "WebP file has no image")
     }
     bitstream = (fragment, frame.fragment.size)
+    let frameSize = PixelSize(width: Int(frame.width), height: Int(frame.height))
+    let composed = animated && (frame.x_offset != 0 || frame.y_offset != 0 || frameSize != canvas)
+    composedFrame = composed ? frameSize : nil
     WebPDemuxReleaseIterator(&frame)
     var features = WebPBitstreamFeatures()
     let status = WebPGetFeatures(bitstream.0, bitstream.1, &features)
@@ -46,14 +61,17 @@ final class WebPSource: SourceDecoder {
       WebPDemuxDelete(demuxer)
       throw Self.jobError(status, what: "WebP header")
     }
+    // Composed, the canvas around the frame is transparent: the picture has alpha whatever the frame's.
     header = SourceHeader(
-      format: .webp, storedSize: PixelSize(width: Int(features.width), height: Int(features.height)),
-      orientation: orientation, hasAlpha: features.has_alpha != 0, color: color)
+      format: .webp,
+      storedSize: composed ? canvas : PixelSize(width: Int(features.width), height: Int(features.height)),
+      orientation: orientation, hasAlpha: composed || features.has_alpha != 0, color: color)
   }
 
   deinit { WebPDemuxDelete(demuxer) }
 
   func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
+    if composesOnCanvas { return try decodeComposed() }
     var config = WebPDecoderConfig()
     guard WebPInitDecoderConfig(&config) != 0 else {
       throw JobError(.internalError, "libwebp version mismatch")
@@ -84,6 +102,22 @@ final class WebPSource: SourceDecoder {
         premultiplied: true)
     }
     return DecodedSource(image: image, reduction: size == stored ? "1/1" : "scaled to \(size)")
+  }
+
+  /// The first frame on its canvas, through libwebp's animation decoder, at full size: it has no scaled
+  /// decoding (the resampler reduces the canvas like any other decoded image).
+  private func decodeComposed() throws(JobError) -> DecodedSource {
+    let animation = try WebPAnimation(file)
+    let canvas = animation.canvas
+    guard canvas == header.storedSize else {
+      throw JobError(
+        .corruptImage, "WebP animation: the canvas is \(canvas), the container said \(header.storedSize)")
+    }
+    let image = try animation.withFirstFrame { rows in
+      PlanarImage(
+        interleaved: rows, size: canvas, stride: canvas.width * 4, model: .rgba, premultiplied: true)
+    }
+    return DecodedSource(image: image, reduction: "1/1, first frame composed on the canvas")
   }
 
   static func jobError(_ status: VP8StatusCode, what: String) -> JobError {

@@ -9,6 +9,7 @@ struct OutputStage {
 
   init(header: SourceHeader, model: ColorModel) {
     self.model = model
+    var transform: ColorTransform?
     switch header.color {
     case .unspecified: transform = nil
     case .icc(let profile): transform = ColorTransformCache.shared.toSRGB(iccProfile: profile, model: model)
@@ -18,6 +19,10 @@ struct OutputStage {
         ? ColorTransformCache.shared.toSRGB(primaries: primaries, transfer: transfer, alpha: model == .rgba)
         : nil
     }
+    // CMYK without a profile, or with one that is not CMYK or does not parse: the press profile the
+    // file was most likely separated for, rather than the naive inversion.
+    if model == .invertedCMYK && transform == nil { transform = DefaultCMYKProfile.toSRGB }
+    self.transform = transform
   }
 
   /// Whether a variant of `format` can go from YCbCr (or grey) planes straight to the JPEG encoder:
@@ -72,6 +77,7 @@ struct OutputStage {
   private func sRGB(_ image: PlanarImage, orientation: Orientation) -> PixelBuffer {
     let pixels = image.oriented(orientation).interleaved()
     switch model {
+    // The inversion only if even the compiled-in profile could not be used.
     case .invertedCMYK: return transform?.apply(pixels) ?? pixels.rgbFromInvertedCMYK()
     default: return transform?.apply(pixels) ?? pixels
     }
@@ -105,8 +111,8 @@ extension PlanarImage {
 }
 
 extension PixelBuffer {
-  /// Adobe-style CMYK JPEGs store inverted ink values; R = C*K/255 and so on undoes both. Used when the
-  /// file has no usable CMYK profile.
+  /// Adobe-style CMYK JPEGs store inverted ink values; R = C*K/255 and so on undoes both. The last
+  /// resort, used only when no CMYK profile, not even the default one (DefaultCMYKProfile), can be used.
   func rgbFromInvertedCMYK() -> PixelBuffer {
     precondition(channels == 4)
     var rgb = PixelBuffer(width: width, height: height, channels: 3)
