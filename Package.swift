@@ -46,19 +46,13 @@ let package = Package(
     .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
     // mallopt (whose header Swift's Glibc module leaves out) and the CPU feature check.
     .target(name: "CPlatform"),
-    // The default CMYK profile (ISO Coated v2 300%, basICColor, zlib licence), its bytes compiled in with
-    // #embed; the profile and its licence notice sit beside profile.c (README.md there).
-    .target(
-      name: "CCMYKProfile",
-      exclude: ["ISOcoated_v2_300_bas.icc", "ISOcoated_v2_300_bas.LICENSE.txt", "README.md"]),
 
     // Pure logic, no I/O: profiles, planning, geometry, EXIF, errors, retry policy.
     .target(name: "ThumbCore", swiftSettings: strict),
     // Runs blocking C calls on threads of our own, off Swift's cooperative pool.
     .target(name: "Blocking", swiftSettings: strict),
     .target(
-      name: "Imaging",
-      dependencies: ["ThumbCore", "CTurboJPEG", "CLibHeif", "CSpng", "CWebP", "CLCMS2", "CCMYKProfile"],
+      name: "Imaging", dependencies: ["ThumbCore", "CTurboJPEG", "CLibHeif", "CSpng", "CWebP", "CLCMS2"],
       // Optimised in debug builds too: unoptimised SIMD code is a hundred times slower, and the tests
       // (built in debug) resample real photographs. On x86-64, compiled for AVX2 and FMA (Haswell, 2013,
       // and later: 8-lane fused multiply-adds in the resampler); `thumbd` checks the CPU before using it.

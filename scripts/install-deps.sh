@@ -21,6 +21,8 @@ packages=(
   python3
   curl
   openssl
+  # Ghostscript's CMYK profile (default_cmyk.icc), for CMYK JPEGs without one of their own.
+  libgs-common
 )
 # For the tests only: PgBouncerTests runs Debian's PgBouncer, ContactSheetTests opens the demo's page in
 # headless Chromium, the S3 test server lives in a virtualenv, and the chaos driver (scripts/chaos.py)

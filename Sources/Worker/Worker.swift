@@ -148,6 +148,11 @@ public final class Worker: Sendable {
       services[index].successTerminationBehavior = .gracefullyShutdownGroup
       services[index].failureTerminationBehavior = .gracefullyShutdownGroup
     }
+    if !DefaultCMYKProfile.isInstalled {
+      logger.warning(
+        "CMYK profile missing: CMYK JPEGs without a profile of their own get a naive conversion",
+        metadata: ["path": "\(DefaultCMYKProfile.path)", "fix": "apt-get install libgs-common"])
+    }
     var groupConfig = ServiceGroupConfiguration(
       services: services, gracefulShutdownSignals: signals, logger: logger)
     groupConfig.logging.keys.serviceKey = "service"

@@ -1,4 +1,5 @@
 import Foundation
+import Imaging
 import Testing
 import ThumbCore
 import Worker
@@ -150,6 +151,11 @@ struct DeployFilesTests {
       if !present.contains(package) { missing.append("\(package) (for \(library))") }
     }
     #expect(missing.isEmpty, "the runtime stage lacks: \(missing.joined(separator: ", "))")
+    // Data the worker reads at run time: the CMYK profile.
+    let profilePackage = try #require(
+      packages.owner(of: DefaultCMYKProfile.path), "no Debian package owns \(DefaultCMYKProfile.path)")
+    #expect(
+      present.contains(profilePackage), "the runtime stage lacks \(profilePackage), for the CMYK profile")
     // The Swift runtime is linked statically or copied from the build stage.
     if !staticStdlib {
       #expect(

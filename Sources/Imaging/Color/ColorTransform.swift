@@ -24,14 +24,10 @@ final class ColorTransform: @unchecked Sendable {
   /// conversion is needed or possible: the profile is sRGB already, cannot be parsed, or describes a
   /// different colour space than the pixels (then the pixels are taken as sRGB, as browsers do).
   static func toSRGB(iccProfile: [UInt8], model: ColorModel) -> ColorTransform? {
-    iccProfile.withUnsafeBytes { toSRGB(iccProfile: $0, model: model) }
-  }
-
-  /// The same, from bytes anywhere (the default CMYK profile lives in the binary's read-only data).
-  static func toSRGB(iccProfile: UnsafeRawBufferPointer, model: ColorModel) -> ColorTransform? {
-    guard
-      let input = cmsOpenProfileFromMem(iccProfile.baseAddress, cmsUInt32Number(iccProfile.count))
-    else { return nil }
+    let input: cmsHPROFILE? = iccProfile.withUnsafeBytes {
+      cmsOpenProfileFromMem($0.baseAddress, cmsUInt32Number($0.count))
+    }
+    guard let input else { return nil }
     defer { cmsCloseProfile(input) }
     let space = cmsGetColorSpace(input)
     switch model {

@@ -1,23 +1,27 @@
-import CCMYKProfile
-import CLCMS2
+import Foundation
 
-/// The profile a CMYK JPEG is taken to be in when it carries no usable one of its own: ISO Coated v2
-/// 300% (basICColor, from the FOGRA39 data: offset on coated paper), compiled into the binary
-/// (Sources/CCMYKProfile/README.md has its source and licence). CMYK files are nearly always press
-/// separations, and FOGRA39 "coated" is what Photoshop and libvips assume too. The naive inversion
-/// (R = C·K/255) treats inks as ideal filters: full cyan comes out (0, 255, 255), where this profile
-/// gives the (0, 158, 227) that the press prints.
-enum DefaultCMYKProfile {
-  /// The profile's bytes, in the binary's read-only data (paged in only when a transform is made).
-  static var bytes: UnsafeRawBufferPointer {
-    UnsafeRawBufferPointer(
-      start: thumbd_default_cmyk_profile(), count: thumbd_default_cmyk_profile_size())
+/// The profile a CMYK JPEG is taken to be in when it carries no usable one of its own: Ghostscript's
+/// `default_cmyk.icc` (Artifex's SWOP profile: web offset on coated paper), read at run time from
+/// Debian's `libgs-common` package, which scripts/install-deps.sh and the Dockerfile's runtime stage
+/// install (a 317 kB package with no dependencies). CMYK files are nearly always press separations, and
+/// any measured press profile is far closer to what was printed than the naive inversion
+/// (R = C·K/255), which treats inks as ideal filters: full cyan comes out (0, 255, 255), where this
+/// profile gives the (0, 174, 239) that the press prints.
+public enum DefaultCMYKProfile {
+  public static let path = "/usr/share/color/icc/ghostscript/default_cmyk.icc"
+
+  /// The profile's bytes, read once; nil when the file is missing (the worker says so at start-up).
+  static let bytes: [UInt8]? = FileManager.default.contents(atPath: path).map { [UInt8]($0) }
+
+  /// Its transform to sRGB for libjpeg's inverted CMYK, made once per process on first use and shared
+  /// by every thread. ColorTransform.toSRGB validates it: lcms2 must parse it, and it must describe
+  /// CMYK. Nil when the file is missing or is not such a profile: the naive inversion is then the last
+  /// resort.
+  static let toSRGB: ColorTransform? = bytes.flatMap {
+    ColorTransform.toSRGB(iccProfile: $0, model: .invertedCMYK)
   }
 
-  /// Its transform to sRGB for libjpeg's inverted CMYK, made once per process on first use (lcms2 takes
-  /// about 0.1 s to turn the 1 MB profile into a lookup table) and shared by every thread.
-  /// ColorTransform.toSRGB validates it: lcms2 must parse it, and it must describe CMYK. Nil only if
-  /// the build embedded something else (ImagingTests checks that it does not); the naive inversion is
-  /// then the last resort.
-  static let toSRGB: ColorTransform? = ColorTransform.toSRGB(iccProfile: bytes, model: .invertedCMYK)
+  /// Whether the profile file is there to read (the transform itself is made when the first CMYK file
+  /// needs it).
+  public static var isInstalled: Bool { bytes != nil }
 }
