@@ -264,21 +264,7 @@ struct HEIFCorpusTests {
       }
     }
     let o = try #require(Orientation(rawValue: orientation))
-    // The stored picture that shows as `picture` once turned by `o`.
-    let storedSize = o.uprightSize(of: upright)
-    var stored = PixelBuffer(width: storedSize.width, height: storedSize.height, channels: 3)
-    for y in 0..<upright.height {
-      for x in 0..<upright.width {
-        let s = o.storedCoordinate(x: x, y: y, w: storedSize.width, h: storedSize.height)
-        for c in 0..<3 {
-          stored.pixels[(s.y * storedSize.width + s.x) * 3 + c] =
-            picture.pixels[(y * upright.width + x) * 3 + c]
-        }
-      }
-    }
-    let exif = TestImages.segment(
-      0xE1, Array("Exif".utf8) + [0, 0] + TestImages.tiffOrientation(UInt8(orientation)))
-    let turned = TestImages.inserting([exif], into: try JPEG.encode(stored, quality: 95))
+    let turned = try TestImages.orientedJPEG(picture, o, quality: 95)
     let spec = [variant("v", 101, 61, quality: 95)]
     let a = try JPEG.decode(
       try Thumbnailer().render(try JPEG.encode(picture, quality: 95), variants: spec).1[0].data)

@@ -51,21 +51,7 @@ import ThumbCore
   /// is chosen on the upright picture, so the subject is kept whichever way the pixels are stored.
   @Test(arguments: Orientation.allCases)
   func theCropFollowsTheSubjectInEveryOrientation(orientation: Orientation) throws {
-    let upright = Self.picture()
-    let storedSize = orientation.uprightSize(of: upright.size)
-    var stored = PixelBuffer(width: storedSize.width, height: storedSize.height, channels: 3)
-    for y in 0..<upright.height {
-      for x in 0..<upright.width {
-        let s = orientation.storedCoordinate(x: x, y: y, w: storedSize.width, h: storedSize.height)
-        for c in 0..<3 {
-          stored.pixels[(s.y * storedSize.width + s.x) * 3 + c] =
-            upright.pixels[(y * upright.width + x) * 3 + c]
-        }
-      }
-    }
-    let exif = TestImages.segment(
-      0xE1, Array("Exif".utf8) + [0, 0] + TestImages.tiffOrientation(UInt8(orientation.rawValue)))
-    let jpeg = TestImages.inserting([exif], into: try JPEG.encode(stored, quality: 92))
+    let jpeg = try TestImages.orientedJPEG(Self.picture(), orientation, quality: 92)
     let (info, rendered) = try Thumbnailer().render(jpeg, variants: [Self.cover("a", crop: .attention)])
     #expect(info.size == PixelSize(width: 1200, height: 400))
     let share = Self.redShare(try JPEG.decode(rendered[0].data))

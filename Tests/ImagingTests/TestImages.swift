@@ -132,6 +132,25 @@ enum TestImages {
     [0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, value, 0, 0, 0, 0, 0, 0]
   }
 
+  /// A JPEG whose pixels are `upright` stored turned or mirrored, with the EXIF orientation that turns
+  /// them upright again: it shows as `upright`.
+  static func orientedJPEG(_ upright: PixelBuffer, _ orientation: Orientation, quality: Int) throws -> [UInt8]
+  {
+    let storedSize = orientation.uprightSize(of: upright.size)
+    var stored = PixelBuffer(width: storedSize.width, height: storedSize.height, channels: 3)
+    for y in 0..<upright.height {
+      for x in 0..<upright.width {
+        let s = orientation.storedCoordinate(x: x, y: y, w: storedSize.width, h: storedSize.height)
+        for c in 0..<3 {
+          stored.pixels[(s.y * storedSize.width + s.x) * 3 + c] =
+            upright.pixels[(y * upright.width + x) * 3 + c]
+        }
+      }
+    }
+    let exif = segment(0xE1, Array("Exif".utf8) + [0, 0] + tiffOrientation(UInt8(orientation.rawValue)))
+    return inserting([exif], into: try JPEG.encode(stored, quality: quality))
+  }
+
   static func solid(width: Int, height: Int, _ rgb: (UInt8, UInt8, UInt8)) -> PixelBuffer {
     var image = PixelBuffer(width: width, height: height, channels: 3)
     for i in 0..<(width * height) {
