@@ -48,6 +48,8 @@ import time
 import urllib.parse
 import urllib.request
 
+from sweeplib.common import parse_size  # scripts/ is on the path: it is this script's folder
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BRIDGE = "thumbd-chaos0"
 CORE = "10.77.0.1"
@@ -64,13 +66,6 @@ def run(*args, check=True, quiet=False, **kwargs):
     if check and result.returncode != 0:
         raise RuntimeError(f"{' '.join(args)}: exit {result.returncode}: {result.stderr.strip()}")
     return result
-
-
-def parse_size(text):
-    match = re.fullmatch(r"(\d+)\s*(MiB|GiB|KiB|)", text)
-    if not match:
-        raise ValueError(f"size {text!r}: want e.g. 192MiB")
-    return int(match.group(1)) * {"": 1, "KiB": 1024, "MiB": 1 << 20, "GiB": 1 << 30}[match.group(2)]
 
 
 class Network:
