@@ -82,11 +82,17 @@ struct PgBouncerTests {
     }
     let name = String(try #require(URLComponents(string: database)).path.dropFirst())
     let peak = ManagedAtomicMax()
+    // Each sample opens a connection of its own, and the backend of the one before may still be on its
+    // way out: the sampler names its connections so that none of them is counted as the pool's.
+    var sampling = try #require(URLComponents(string: database))
+    sampling.queryItems =
+      (sampling.queryItems ?? []) + [URLQueryItem(name: "application_name", value: "sampler")]
+    let samplerURL = try #require(sampling.string)
     let sampler = Task {
       while !Task.isCancelled {
         let count = try? sql(
-          database,
-          "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'",
+          samplerURL,
+          "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name <> 'sampler' AND backend_type = 'client backend'",
           [name])
         if let text = count?.rows.first?[0] ?? nil, let value = Int(text) { peak.record(value) }
         try? await Task.sleep(for: .milliseconds(20))
