@@ -22,6 +22,7 @@ struct ThumbnailCommand: ParsableCommand {
     let thumbnailer = Thumbnailer(maxPixels: maxPixels)
     var failures = 0
     let started = Date()
+    var totals = StageTimings()
     for file in files {
       let stem = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
       do {
@@ -36,9 +37,15 @@ struct ThumbnailCommand: ParsableCommand {
         }
         if verbose {
           let ms = Int(Date().timeIntervalSince(t0) * 1000)
+          let t = info.timings
+          let stages = [t.decode, t.resize, t.encode].map { String(Int($0 * 1000)) }
+          totals.decode += t.decode
+          totals.resize += t.resize
+          totals.encode += t.encode
           print(
             "\(file): \(info.format.rawValue) \(info.size) orientation \(info.orientation.rawValue) "
-              + "decoded \(info.reduction)\(info.hasAlpha ? " alpha" : "") \(ms) ms thumbhash \(info.thumbHash)"
+              + "decoded \(info.reduction)\(info.hasAlpha ? " alpha" : "") \(ms) ms "
+              + "(decode \(stages[0]), resize \(stages[1]), encode \(stages[2])) thumbhash \(info.thumbHash)"
           )
         }
       } catch let error as JobError {
@@ -47,6 +54,10 @@ struct ThumbnailCommand: ParsableCommand {
       }
     }
     let seconds = Date().timeIntervalSince(started)
+    if verbose {
+      let parts = [totals.decode, totals.resize, totals.encode].map { String(format: "%.2f", $0) }
+      print("stages: decode \(parts[0]) s, resize \(parts[1]) s, encode \(parts[2]) s")
+    }
     print(
       "\(files.count - failures) of \(files.count) files thumbnailed in \(String(format: "%.2f", seconds)) s"
         + (failures > 0 ? ", \(failures) failed" : ""))
