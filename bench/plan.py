@@ -17,6 +17,7 @@ VARIANTS = [
 ]
 
 REDUCTION_MARGIN = 2.0
+CASCADE_TOLERANCE = 0.005  # RenderPlanner.cascadeTolerance
 DCT_DENOMINATORS = (8, 4, 2, 1)
 
 
@@ -73,7 +74,7 @@ def steps(original, decoded):
         region, out, need = layouts[i]
         chosen = (None, dec[0], dec[1])
         for c in candidates:
-            if min(c[1], c[2]) >= need * REDUCTION_MARGIN and min(c[1], c[2]) < min(chosen[1], chosen[2]):
+            if min(c[1], c[2]) >= need * REDUCTION_MARGIN * (1 - CASCADE_TOLERANCE) and min(c[1], c[2]) < min(chosen[1], chosen[2]):
                 chosen = c
         x, y, w, h = region
         name, _, fit, quality = VARIANTS[i]

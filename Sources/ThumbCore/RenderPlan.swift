@@ -6,6 +6,13 @@ public enum RenderPlanner {
   /// same margin in its thumbnailer).
   public static let reductionMargin = 2.0
 
+  /// How far below `reductionMargin` an earlier result may fall and still feed a later variant. Output
+  /// sizes are whole pixels, so a result made at exactly twice a variant's size can miss 2x by a
+  /// fraction of a pixel on one axis (5640x3172 to 1600x900 is 0.28369 across and 0.28373 down; 800x450
+  /// needs 0.14187 down), and without the tolerance that variant would be made from the full decode,
+  /// at several times the cost and no gain in quality.
+  public static let cascadeTolerance = 0.005
+
   /// The JPEG DCT scale denominators we use (1/1, 1/2, 1/4, 1/8): the ones libjpeg-turbo has SIMD paths for.
   public static let dctDenominators = [8, 4, 2, 1]
 
@@ -108,7 +115,7 @@ public enum RenderPlanner {
       let layout = layouts[i]
       let need = layout.scale
       var chosen: (index: Int?, sx: Double, sy: Double) = (nil, decodedScale.x, decodedScale.y)
-      for c in candidates where min(c.sx, c.sy) >= need * reductionMargin {
+      for c in candidates where min(c.sx, c.sy) >= need * reductionMargin * (1 - cascadeTolerance) {
         if min(c.sx, c.sy) < min(chosen.sx, chosen.sy) { chosen = c }
       }
       steps.append(

@@ -276,7 +276,8 @@ enum RenderKey {
   /// Bumped whenever the renderer's output for the same input and spec changes (a new resampler, other
   /// encoder settings), so that no job takes variants rendered the old way.
   // 2: CMYK JPEGs without a profile go through a press profile; animated WebPs are composed on the canvas.
-  static let rendererVersion = 2
+  // 3: a box pre-reduction before large Lanczos steps; the cascade tolerates rounding short of 2x.
+  static let rendererVersion = 3
 
   static func make(source: String, spec: String, storage: String) -> String {
     StorageKey.sha256Hex(Array("thumbd-render \(rendererVersion)\n\(source)\n\(spec)\n\(storage)".utf8))

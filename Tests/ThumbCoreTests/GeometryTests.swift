@@ -82,6 +82,21 @@ import Testing
     #expect(byVariant[3]?.output == PixelSize(width: 256, height: 256))
   }
 
+  /// 5640x3172 makes large 1600x900, which is 2x medium's 800x450 across but 0.016% short of it down:
+  /// medium still comes from large, not from the full decode.
+  @Test func aResultShortOfTwiceByRoundingStillFeedsTheNext() {
+    let original = PixelSize(width: 5640, height: 3172)
+    let steps = RenderPlanner.steps(original: original, decoded: original, variants: variants)
+    let byVariant = Dictionary(uniqueKeysWithValues: steps.map { ($0.variant, $0) })
+    #expect(byVariant[0]?.output == PixelSize(width: 1600, height: 900))
+    #expect(byVariant[1]?.source == 0)
+    // Well short of 2x is still refused: 1600x900 cannot feed a 1000-wide variant.
+    let wide =
+      variants + [VariantSpec(name: "w", width: 1000, height: 1000, fit: .inside, format: .jpeg, quality: 80)]
+    let wideSteps = RenderPlanner.steps(original: original, decoded: original, variants: wide)
+    #expect(wideSteps.first { $0.variant == 4 }?.source == nil)
+  }
+
   @Test func regionsMapIntoAScaledDecode() {
     let original = PixelSize(width: 8000, height: 6000)
     let decoded = PixelSize(width: 4000, height: 3000)

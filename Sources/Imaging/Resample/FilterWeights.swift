@@ -62,10 +62,25 @@ struct FilterWeights {
     }
   }
 
-  /// 3 sin(pi x) sin(pi x / 3) / (pi x)^2 on |x| < 3, with one sine: for t = pi x / 3,
-  /// sin(3t) = 3 sin t - 4 sin^3 t. (Weights are made per output sample; the second sine was 3% of a
-  /// whole thumbnail run.)
+  /// 3 sin(pi x) sin(pi x / 3) / (pi x)^2 on |x| < 3, read from a table by linear interpolation: an
+  /// image's weights take tens of thousands of kernel values, and the sines were 2% of a whole
+  /// thumbnail run. With 4096 samples per unit the interpolation is off by less than 1e-7, far below
+  /// a Float weight's precision.
   static func lanczos3(_ x: Double) -> Double {
+    let position = abs(x) * Double(tableResolution)
+    let index = Int(position)
+    if index >= 3 * tableResolution { return 0 }
+    let fraction = position - Double(index)
+    return table[index] + (table[index + 1] - table[index]) * fraction
+  }
+
+  private static let tableResolution = 4096
+  private static let table: [Double] = (0...(3 * tableResolution + 1)).map {
+    exactLanczos3(Double($0) / Double(tableResolution))
+  }
+
+  /// The kernel itself, with one sine: for t = pi x / 3, sin(3t) = 3 sin t - 4 sin^3 t.
+  static func exactLanczos3(_ x: Double) -> Double {
     let ax = abs(x)
     if ax < 1e-9 { return 1 }
     if ax >= 3 { return 0 }
