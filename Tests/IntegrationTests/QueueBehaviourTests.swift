@@ -128,6 +128,37 @@ struct QueueBehaviourTests {
         == "0")
   }
 
+  /// A job whose work is done holds no slot while its outcome is written: with one slot, the next job is
+  /// leased and fetched while the first one's write waits (here on a row lock the test holds).
+  @Test func theNextJobStartsWhileAnOutcomeIsBeingWritten() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    let first = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: 2)]).rows[0][0]!
+    let worker = try BackgroundWorker(databaseURL: database, storage: fixture.storage)
+    #expect(try await eventually(timeout: 10) { try state(database, first) == "running" })
+    // The first job's outcome write (UPDATE ... FOR UPDATE on its row) waits until this commits.
+    let locker = try PostgresConnection(conninfo: database)
+    defer { locker.close() }
+    try locker.execute(script: "BEGIN")
+    _ = try locker.query("SELECT id FROM thumbs.jobs WHERE id = $1::bigint FOR UPDATE", [first])
+    let photo = fixture.origin.url("/files/photo.jpg")
+    let second = try sql(database, "SELECT thumbs.enqueue($1)", [photo]).rows[0][0]!
+    var fetched = false
+    for _ in 0..<300 where !fetched {  // 15 s
+      fetched = try await fixture.origin.requestCount("/files/photo.jpg") == 1
+      if !fetched { try await Task.sleep(for: .milliseconds(50)) }
+    }
+    #expect(fetched, "the second job was fetched while the first one's outcome waited")
+    #expect(try state(database, first) == "running")
+    try locker.execute(script: "COMMIT")
+    #expect(
+      try await eventually(timeout: 10) {
+        try state(database, first) == "succeeded" && state(database, second) == "succeeded"
+      })
+    let totals = try await worker.stop()
+    #expect(totals.succeeded == 2 && totals.leaseLost == 0)
+  }
+
   @Test func notificationsWakeAnIdleWorkerAndPollingCoversLostOnes() async throws {
     let database = try TestDatabase.create()
     let fixture = try QueueFixture()

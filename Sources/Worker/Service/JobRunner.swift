@@ -23,6 +23,8 @@ final class JobRunner: Sendable {
 
   let book = Mutex(LeaseBook<Execution>())
   private let runningCount = Atomic<Int>(0)
+  /// Running jobs whose work is done and whose outcome is being written (the Completer's round trip).
+  private let finishingCount = Atomic<Int>(0)
   /// Jobs the storage refused in a row (reset by a success): how long the next one waits.
   private let refusalStreak = Atomic<Int>(0)
   /// The wait of a job the storage refused: 10 s doubling to 5 minutes, while the configuration is
@@ -52,6 +54,10 @@ final class JobRunner: Sendable {
   }
 
   var running: Int { runningCount.load(ordering: .acquiring) }
+  /// Running jobs that hold no slot and need no core any more: their outcome is being written. The
+  /// producer leases for them at once, so that the next job's lease and fetch overlap the write instead
+  /// of following it.
+  var finishing: Int { finishingCount.load(ordering: .acquiring) }
   var aside: Int { asideCount.load(ordering: .acquiring) }
 
   /// Starts the jobs of one lease. Every job joins its URL's shared decode before any of them can start
@@ -74,11 +80,16 @@ final class JobRunner: Sendable {
         self.asideCount.add(change, ordering: .acquiringAndReleasing)
         if change > 0 { self.wake.signal() }
       }
-      defer { lease.end() }
       let outcome = await SlotLease.$current.withValue(lease) {
         await Result { () async throws(JobError) in try await handler.process(job) }
       }
-      result.resolve(outcome)
+      // Counted as finishing before the slot (or the place among those standing aside) is given up, so
+      // that the producer never counts the job twice as free. The task below that writes the outcome
+      // uncounts it; if the job was abandoned meanwhile, nothing will be written: uncounted here.
+      self.finishingCount.add(1, ordering: .acquiringAndReleasing)
+      if !result.resolve(outcome) { self.finishingCount.subtract(1, ordering: .acquiringAndReleasing) }
+      lease.end()
+      self.wake.signal()
     }
     let superseded = book.withLock {
       $0.hold(id: job.id, token: job.leaseToken, payload: Execution(job: job, result: result, work: work))
@@ -87,6 +98,8 @@ final class JobRunner: Sendable {
     group.addTask {
       let outcome = await result.value
       await self.finish(job, outcome)
+      // Set by the job's own task when it resolved `result`; nil: abandoned, never counted.
+      if outcome != nil { self.finishingCount.subtract(1, ordering: .acquiringAndReleasing) }
       self.runningCount.subtract(1, ordering: .acquiringAndReleasing)
       self.wake.signal()
     }

@@ -33,7 +33,8 @@ struct Producer: Service, WithServiceContext {
       while !shutdown.isRequested {
         switch action {
         case .proceed:
-          action = pacing.next(running: runner.running, aside: runner.aside, now: .now)
+          // Jobs whose outcome is being written need no slot: lease for them now (JobRunner.finishing).
+          action = pacing.next(running: runner.running - runner.finishing, aside: runner.aside, now: .now)
         case .wait(let duration):
           await runner.wake.wait(timeout: duration.inSeconds)
           action = .proceed
