@@ -1,10 +1,11 @@
 """One contender of bench/images, run as its own child process over a list of files.
 
-    contenders.py vips|pillow|decode|decode-rgb OUTDIR FILE...
+    contenders.py vips|vips-optimize|pillow|decode|decode-rgb OUTDIR FILE...
 
 vips    libvips through pyvips, one thread: Image.thumbnail (shrink-on-load, autorotate) for `large`, the
         smaller variants by thumbnail_image from an earlier result (thumbd's cascade), jpegsave with no
         metadata and 4:2:0.
+vips-optimize  the same with jpegsave's optimize_coding=True (optimized Huffman tables; bench/jpegsize).
 pillow  Pillow: draft() to thumbd's DCT scale, exif_transpose, LANCZOS resize in thumbd's cascade and to
         thumbd's exact sizes, save with 4:2:0 and optimize=False.
 decode  the decode floor: TurboJPEG (libturbojpeg.so.0, through ctypes) decoding each file at the DCT
@@ -34,14 +35,14 @@ def choose(step, made, fallback):
     return made[step["source"]] if step["source"] is not None else fallback
 
 
-def run_vips(outdir, files):
+def run_vips(outdir, files, optimize=False):
     os.environ.setdefault("VIPS_CONCURRENCY", "1")
     import pyvips
 
     pyvips.cache_set_max(0)
     pyvips.concurrency_set(1)
     new_keep = (pyvips.version(0), pyvips.version(1)) >= (8, 15)
-    save_opts = {"optimize_coding": False, "subsample_mode": "on", "interlace": False}
+    save_opts = {"optimize_coding": optimize, "subsample_mode": "on", "interlace": False}
     if new_keep:
         save_opts["keep"] = "none"
     else:
@@ -165,7 +166,8 @@ def run_decode(outdir, files, planes=True):
 
 
 def main():
-    modes = {"vips": run_vips, "pillow": run_pillow, "decode": run_decode,
+    modes = {"vips": run_vips, "vips-optimize": lambda outdir, files: run_vips(outdir, files, optimize=True),
+             "pillow": run_pillow, "decode": run_decode,
              "decode-rgb": lambda outdir, files: run_decode(outdir, files, planes=False)}
     if len(sys.argv) < 4 or sys.argv[1] not in modes:
         raise SystemExit(__doc__)
