@@ -1,13 +1,13 @@
 """One contender of bench/images, run as its own child process over a list of files.
 
-    contenders.py vips|vips-optimize|pillow|decode|decode-rgb OUTDIR FILE...
+    contenders.py vips|vips-baseline|pillow|decode|decode-rgb OUTDIR FILE...
 
 vips    libvips through pyvips, one thread: Image.thumbnail (shrink-on-load, autorotate) for `large`, the
         smaller variants by thumbnail_image from an earlier result (thumbd's cascade), jpegsave with no
-        metadata and 4:2:0.
-vips-optimize  the same with jpegsave's optimize_coding=True (optimized Huffman tables; bench/jpegsize).
+        metadata, 4:2:0 and optimize_coding=True (optimized Huffman tables, as thumbd writes them).
+vips-baseline  the same with optimize_coding=False (bench/jpegsize).
 pillow  Pillow: draft() to thumbd's DCT scale, exif_transpose, LANCZOS resize in thumbd's cascade and to
-        thumbd's exact sizes, save with 4:2:0 and optimize=False.
+        thumbd's exact sizes, save with 4:2:0 and optimize=True.
 decode  the decode floor: TurboJPEG (libturbojpeg.so.0, through ctypes) decoding each file at the DCT
         scale thumbd chooses to YCbCr planes (tjDecompressToYUVPlanes, as thumbd does), and nothing
         else. Writes nothing.
@@ -35,7 +35,7 @@ def choose(step, made, fallback):
     return made[step["source"]] if step["source"] is not None else fallback
 
 
-def run_vips(outdir, files, optimize=False):
+def run_vips(outdir, files, optimize=True):
     os.environ.setdefault("VIPS_CONCURRENCY", "1")
     import pyvips
 
@@ -109,7 +109,7 @@ def run_pillow(outdir, files):
             src = choose(step, made, im)
             x, y, rw, rh = step["region"]
             out = src.resize(step["output"], lanczos, box=(x, y, x + rw, y + rh))
-            out.save(f"{base}_{step['name']}.jpg", "JPEG", quality=step["quality"], optimize=False,
+            out.save(f"{base}_{step['name']}.jpg", "JPEG", quality=step["quality"], optimize=True,
                      subsampling=2, progressive=False)
             made[step["variant"]] = out
     return time.perf_counter() - t0, denominators
@@ -166,7 +166,7 @@ def run_decode(outdir, files, planes=True):
 
 
 def main():
-    modes = {"vips": run_vips, "vips-optimize": lambda outdir, files: run_vips(outdir, files, optimize=True),
+    modes = {"vips": run_vips, "vips-baseline": lambda outdir, files: run_vips(outdir, files, optimize=False),
              "pillow": run_pillow, "decode": run_decode,
              "decode-rgb": lambda outdir, files: run_decode(outdir, files, planes=False)}
     if len(sys.argv) < 4 or sys.argv[1] not in modes:

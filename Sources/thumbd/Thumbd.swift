@@ -4,7 +4,6 @@ import Logging
 import ThumbCore
 import Worker
 
-@main
 struct Thumbd: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "thumbd",

@@ -1,4 +1,5 @@
 import CTurboJPEG
+import Glibc
 import ThumbCore
 
 /// Owns one TurboJPEG compressor handle; see TurboDecompressor for the threading rule.
@@ -26,7 +27,7 @@ final class TurboCompressor: @unchecked Sendable {
       image.pixels.withUnsafeBufferPointer { src in
         tjCompress2(
           handle, src.baseAddress, Int32(image.width), 0, Int32(image.height), Int32(format.rawValue), &out,
-          &length, Int32(samp.rawValue), Int32(quality), progressive ? TJFLAG_PROGRESSIVE : 0)
+          &length, Int32(samp.rawValue), Int32(quality), Self.flags(progressive: progressive))
       }
     }
   }
@@ -51,11 +52,17 @@ final class TurboCompressor: @unchecked Sendable {
           p.withUnsafeMutableBufferPointer { pp in
             tjCompressFromYUVPlanes(
               handle, pp.baseAddress, Int32(image.size.width), s.baseAddress, Int32(image.size.height),
-              Int32(samp.rawValue), &out, &length, Int32(quality), progressive ? TJFLAG_PROGRESSIVE : 0)
+              Int32(samp.rawValue), &out, &length, Int32(quality), Self.flags(progressive: progressive))
           }
         }
       }
     }
+  }
+
+  /// The accurate forward DCT always: TurboJPEG's default is the fast one, and the accurate one costs no
+  /// time we could measure while giving 0.0002-0.0003 more SSIM at the same bytes (bench/jpegsize).
+  private static func flags(progressive: Bool) -> Int32 {
+    TJFLAG_ACCURATEDCT | (progressive ? TJFLAG_PROGRESSIVE : 0)
   }
 
   /// The output subsampling's plane layout, for the resampler.
@@ -81,5 +88,17 @@ final class TurboCompressor: @unchecked Sendable {
       throw JobError(.internalError, "JPEG encode: \(String(cString: tjGetErrorStr2(handle)))")
     }
     return Array(UnsafeBufferPointer(start: out, count: Int(length)))
+  }
+}
+
+/// Settings of the JPEG encoder that belong to the whole process.
+public enum JPEGEncoding {
+  /// Optimised Huffman tables for every JPEG this process writes, unless its environment already says
+  /// otherwise (`TJ_OPTIMIZE=0`): 3% fewer bytes for the same pixels, for about 12 ms of CPU per
+  /// original (bench/jpegsize). TurboJPEG 2.1 takes this setting only from the environment, which it
+  /// reads on every compression, so it is set once, first thing in `main`, before any thread exists
+  /// that could read the environment while it changes.
+  public static func optimizeHuffmanTablesForThisProcess() {
+    setenv("TJ_OPTIMIZE", "1", 0)
   }
 }
