@@ -1,5 +1,6 @@
 import ArgumentParser
 import CPlatform
+import Imaging
 
 /// glibc malloc settings for a process that allocates and frees buffers of tens of megabytes (decoded
 /// photos, coefficient buffers) on many threads.
@@ -25,5 +26,15 @@ enum CPUCheck {
       throw ValidationError(
         "this CPU lacks AVX2/FMA, which thumbd's image code is compiled for (x86-64 from Haswell, 2013, on)")
     }
+  }
+}
+
+/// What a command that decodes and encodes images does first, before it starts any thread: checks the
+/// CPU, and turns on optimised Huffman tables, which TurboJPEG reads from the environment on every
+/// compression (JPEGEncoding), so the environment must not change once other threads may read it.
+enum ImagingProcess {
+  static func prepare() throws {
+    try CPUCheck.requireImagingSupport()
+    JPEGEncoding.optimizeHuffmanTablesForThisProcess()
   }
 }

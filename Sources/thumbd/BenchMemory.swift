@@ -16,7 +16,7 @@ struct BenchMemory: ParsableCommand {
   @Argument(help: "image files (JPEG, PNG, WebP, HEIC, AVIF)") var files: [String]
 
   func run() throws {
-    try CPUCheck.requireImagingSupport()
+    try ImagingProcess.prepare()
     if single {
       try measureOne(files[0])
       return

@@ -4,6 +4,7 @@ import Logging
 import ThumbCore
 import Worker
 
+@main
 struct Thumbd: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "thumbd",

@@ -16,7 +16,7 @@ struct ThumbnailCommand: ParsableCommand {
   @Argument(help: "image files") var files: [String]
 
   func run() throws {
-    try CPUCheck.requireImagingSupport()
+    try ImagingProcess.prepare()
     let spec = try loadProfile()
     try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
     let thumbnailer = Thumbnailer(maxPixels: maxPixels)

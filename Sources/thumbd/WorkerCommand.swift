@@ -21,7 +21,7 @@ struct WorkerCommand: AsyncParsableCommand {
   var options: [String] = []
 
   func run() async throws {
-    try CPUCheck.requireImagingSupport()
+    try ImagingProcess.prepare()
     let resolution = WorkerSettings.resolve(
       arguments: options, environment: ProcessInfo.processInfo.environment)
     guard resolution.errors.isEmpty else {

@@ -96,8 +96,8 @@ public enum JPEGEncoding {
   /// Optimised Huffman tables for every JPEG this process writes, unless its environment already says
   /// otherwise (`TJ_OPTIMIZE=0`): 3% fewer bytes for the same pixels, for about 12 ms of CPU per
   /// original (bench/jpegsize). TurboJPEG 2.1 takes this setting only from the environment, which it
-  /// reads on every compression, so it is set once, first thing in `main`, before any thread exists
-  /// that could read the environment while it changes.
+  /// reads on every compression, so it is set once, by the command before it starts any thread that
+  /// could read the environment while it changes (`ImagingProcess.prepare` in thumbd).
   public static func optimizeHuffmanTablesForThisProcess() {
     setenv("TJ_OPTIMIZE", "1", 0)
   }
