@@ -67,66 +67,43 @@ final class BoxRows {
   private func make(_ y: Int, into out: UnsafeMutablePointer<UInt8>) {
     let top = y * factorY
     let rowCount = min(factorY, sourceHeight - top)
-    if factorX == 2 && factorY <= 16 {
-      pairs(top: top, rowCount: rowCount, into: out)
-    } else if factorX == 4 && factorY <= 15 {
-      quads(top: top, rowCount: rowCount, into: out)
+    if (factorX == 2 && factorY <= 16) || (factorX == 4 && factorY <= 15) {
+      narrowBlocks(top: top, rowCount: rowCount, into: out)
     } else {
       mean(top: top, rowCount: rowCount, into: out)
     }
   }
 
-  /// Blocks two samples wide (the common case: 2 x 2, and 2 x 4 for 4:2:2 chroma): sixteen reduced
-  /// samples per step from 32 bytes of each row, summed in 16 bits (at most 32 x 255), divided by a
-  /// multiplication. The last block, and a partial one at an odd width, one at a time.
-  private func pairs(top: Int, rowCount: Int, into out: UnsafeMutablePointer<UInt8>) {
+  /// Blocks two or four samples wide (2 x 2 for 4:2:0 chroma, 2 x 4 for 4:2:2, 4 x 4 for 4:4:4 reduced
+  /// 6x or more): 32 bytes of each of the block's rows summed in 16 bits (at most 60 x 255), then pairs
+  /// of columns added once or twice, each sum divided by a multiplication. The remaining columns (and a
+  /// partial block at the edge) go through `mean`.
+  private func narrowBlocks(top: Int, rowCount: Int, into out: UnsafeMutablePointer<UInt8>) {
     let rows = (0..<rowCount).map { source + (top + $0) * sourceStride }
-    let n = UInt32(2 * rowCount)
+    let n = UInt32(factorX * rowCount)
     let reciprocal = Self.reciprocal(n)
+    let perStep = 32 / factorX
     var x = firstColumn
-    while x + 16 <= endColumn && 2 * x + 32 <= sourceWidth {
+    while x + perStep <= endColumn && factorX * x + 32 <= sourceWidth {
       var columnSums = SIMD32<UInt16>()
       for row in rows {
-        columnSums &+= widen(UnsafeRawPointer(row + 2 * x).loadUnaligned(as: SIMD32<UInt8>.self))
+        columnSums &+= widen(UnsafeRawPointer(row + factorX * x).loadUnaligned(as: SIMD32<UInt8>.self))
       }
-      let sums = columnSums.evenHalf &+ columnSums.oddHalf
-      var wide = SIMD16<UInt32>()
-      for i in 0..<16 { wide[i] = UInt32(sums[i]) }
-      let means = ((wide &+ n / 2) &* reciprocal) &>> 20
-      var bytes = SIMD16<UInt8>()
-      for i in 0..<16 { bytes[i] = UInt8(truncatingIfNeeded: means[i]) }
-      UnsafeMutableRawPointer(out + x).storeBytes(of: bytes, as: SIMD16<UInt8>.self)
-      x += 16
-    }
-    while x < endColumn {
-      let left = 2 * x
-      let columnCount = min(2, sourceWidth - left)
-      var sum = 0
-      for row in rows { for dx in 0..<columnCount { sum += Int(row[left + dx]) } }
-      let count = rowCount * columnCount
-      out[x] = UInt8((sum + count / 2) / count)
-      x += 1
-    }
-  }
-
-  /// Blocks four samples wide (4:4:4 chroma reduced 6x or more): eight reduced samples per step from
-  /// 32 bytes of each row, summed in 16 bits (at most 60 x 255). The rest one at a time.
-  private func quads(top: Int, rowCount: Int, into out: UnsafeMutablePointer<UInt8>) {
-    let rows = (0..<rowCount).map { source + (top + $0) * sourceStride }
-    let n = UInt32(4 * rowCount)
-    let reciprocal = Self.reciprocal(n)
-    var x = firstColumn
-    while x + 8 <= endColumn && 4 * x + 32 <= sourceWidth {
-      var columnSums = SIMD32<UInt16>()
-      for row in rows {
-        columnSums &+= widen(UnsafeRawPointer(row + 4 * x).loadUnaligned(as: SIMD32<UInt8>.self))
+      let pairs = columnSums.evenHalf &+ columnSums.oddHalf
+      if factorX == 4 {
+        let quads = pairs.evenHalf &+ pairs.oddHalf
+        for i in 0..<8 {
+          out[x + i] = UInt8(truncatingIfNeeded: ((UInt32(quads[i]) + n / 2) &* reciprocal) >> 20)
+        }
+      } else {
+        var wide = SIMD16<UInt32>()
+        for i in 0..<16 { wide[i] = UInt32(pairs[i]) }
+        let means = ((wide &+ n / 2) &* reciprocal) &>> 20
+        var bytes = SIMD16<UInt8>()
+        for i in 0..<16 { bytes[i] = UInt8(truncatingIfNeeded: means[i]) }
+        UnsafeMutableRawPointer(out + x).storeBytes(of: bytes, as: SIMD16<UInt8>.self)
       }
-      let pairSums = columnSums.evenHalf &+ columnSums.oddHalf
-      let sums = pairSums.evenHalf &+ pairSums.oddHalf
-      for i in 0..<8 {
-        out[x + i] = UInt8(truncatingIfNeeded: ((UInt32(sums[i]) + n / 2) &* reciprocal) >> 20)
-      }
-      x += 8
+      x += perStep
     }
     if x < endColumn { mean(top: top, rowCount: rowCount, into: out, from: x) }
   }
