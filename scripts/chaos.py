@@ -49,6 +49,7 @@ import urllib.parse
 import urllib.request
 
 from sweeplib.common import parse_size  # scripts/ is on the path: it is this script's folder
+from sweeplib.run import Origin  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BRIDGE = "thumbd-chaos0"
@@ -137,20 +138,7 @@ class Core:
         self.fleet_url = f"postgresql://postgres@{CORE}:{self.port}/thumbd"
         self.bouncer = self.start_bouncer()
         self.bouncer_url = f"postgresql://postgres@{CORE}:{self.bouncer_port}/thumbd"
-        self.origin_out = open(os.path.join(work, "origin.out"), "w+")
-        self.origin = subprocess.Popen(
-            [sys.executable, os.path.join(REPO, "Tests/Support/origin.py"), "--root", photos, "--host", CORE],
-            stdout=self.origin_out, stderr=subprocess.DEVNULL)
-        self.origin_port = None
-        for _ in range(100):
-            self.origin_out.seek(0)
-            match = re.search(r"PORT (\d+)", self.origin_out.read())
-            if match:
-                self.origin_port = int(match.group(1))
-                break
-            time.sleep(0.05)
-        if not self.origin_port:
-            raise RuntimeError("origin.py did not announce its port")
+        self.origin = Origin(photos, work, host=CORE, timeout=5)
 
     def start_bouncer(self):
         folder = os.path.join(self.work, "pgbouncer")
@@ -203,10 +191,11 @@ class Core:
         run(os.path.join(REPO, "scripts/pg-temp.sh"), "resume", self.pgdir)
 
     def stop(self):
-        for process in (self.origin, getattr(self, "bouncer_process", None)):
-            if process and process.poll() is None:
-                process.kill()
-                process.wait()
+        self.origin.stop()
+        bouncer = getattr(self, "bouncer_process", None)
+        if bouncer and bouncer.poll() is None:
+            bouncer.kill()
+            bouncer.wait()
         run(os.path.join(REPO, "scripts/pg-temp.sh"), "stop", self.pgdir, check=False)
 
 
@@ -303,7 +292,7 @@ def enqueue_jobs(core, args, photos):
     """The jobs, each with the outcome its URL calls for. Some are due later, so work continues
     through the faults."""
     rng = random.Random(args.seed)
-    base = f"http://{CORE}:{core.origin_port}"
+    base = f"http://{CORE}:{core.origin.port}"
     expected = {}
     names = sorted(photos)
     for n in range(args.jobs):

@@ -35,12 +35,20 @@ class Database:
 
 
 class Origin:
-    def __init__(self, root, folder):
+    """Tests/Support/origin.py serving `root`, its output in `folder`/origin.out; `port` once it has
+    announced it (within `timeout` seconds, or RuntimeError). Used by the sweep, scripts/chaos.py and
+    bench/scaling."""
+
+    def __init__(self, root, folder, host=None, timeout=10.0):
         self.out = open(os.path.join(folder, "origin.out"), "w+")
-        self.process = subprocess.Popen([sys.executable, os.path.join(REPO, "Tests/Support/origin.py"), "--root", root],
-                                        stdout=self.out, stderr=subprocess.DEVNULL)
+        command = [sys.executable, os.path.join(REPO, "Tests/Support/origin.py"), "--root", root]
+        if host:
+            command += ["--host", host]
+        self.process = subprocess.Popen(command, stdout=self.out, stderr=subprocess.DEVNULL)
+        self.pid = self.process.pid
         self.port = None
-        for _ in range(200):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.process.poll() is None:
             self.out.seek(0)
             match = re.search(r"PORT (\d+)", self.out.read())
             if match:
@@ -48,6 +56,7 @@ class Origin:
                 break
             time.sleep(0.05)
         if not self.port:
+            self.stop()
             raise RuntimeError("origin.py did not announce its port")
 
     def stop(self):
