@@ -2,10 +2,11 @@ public import ThumbCore
 
 /// A separable Lanczos-3 resampler over 8-bit planes, in single-precision floating point.
 ///
-/// Each output row is made in two passes without an image-sized intermediate: the vertical pass sums
-/// the source rows under the filter into one float row (16 samples at a time, a multiply-add per source
-/// row), then the horizontal pass takes a dot product of that row with each output column's weights
-/// (8 at a time). Only the source columns and rows the region touches are read.
+/// Each output row is made in two passes without an image-sized intermediate: the vertical pass adds
+/// the source rows under the filter into one float row (four rows at a time, 16 samples per step),
+/// then the horizontal pass takes the dot products of that row with eight output columns' weights at
+/// a time. Only the source columns and rows the region touches are read; a large reduction may read
+/// them through an integer box first (BoxRows).
 public enum Resampler {
   /// Resamples `region` of `source` (in that plane's pixel coordinates) to exactly `output`.
   /// `gap: nil` leaves out the box pre-reduction (tests compare with it).
