@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import ThumbCore
 
@@ -134,34 +135,12 @@ struct AnimatedWebPMemoryTests {
       ),
     ]
     for (name, bytes) in files { try Data(bytes).write(to: folder.appendingPathComponent(name)) }
-    let child = Process()
-    child.executableURL = ThumbdBinary.url
-    child.arguments = ["bench", "memory"] + files.map { folder.appendingPathComponent($0.0).path }
-    let output = Pipe()
-    child.standardOutput = output
-    try child.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    child.waitUntilExit()
+    let (ratios, text) = try ThumbdBinary.memoryRatios(
+      of: files.map { folder.appendingPathComponent($0.0).path }, rowsEndingIn: ".webp")
     print(text)
-    let ratios = text.split(separator: "\n").filter { $0.hasPrefix("| ") && $0.contains(".webp") }.compactMap
-    {
-      Double($0.split(separator: "|").last!.trimmingCharacters(in: .whitespaces))
-    }
     #expect(ratios.count == 2, "\(text)")
     // Measured over predicted: never above 1 (the budget would be overrun), nor far below (the budget
     // would admit fewer jobs than fit).
     for ratio in ratios { #expect(ratio <= 1.0 && ratio >= 0.5, "\(text)") }
   }
-}
-
-/// The `thumbd` executable `swift build --build-tests` put next to this test bundle.
-enum ThumbdBinary {
-  static let url: URL? = {
-    let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    let candidate = bundle.deletingLastPathComponent().appendingPathComponent("thumbd")
-    return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
-  }()
-
-  static let skipReason =
-    "the thumbd binary was not built next to the test bundle (`swift build --build-tests`): skipped"
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Imaging
+import TestSupport
 import Testing
 import ThumbCore
 
@@ -147,18 +148,8 @@ struct MemoryModelTests {
         to: URL(fileURLWithPath: path))
       files.append(path)
     }
-    let child = Process()
-    child.executableURL = WorkerProcess.binary
-    child.arguments = ["bench", "memory"] + files
-    let output = Pipe()
-    child.standardOutput = output
-    try child.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    child.waitUntilExit()
+    let (ratios, text) = try ThumbdBinary.memoryRatios(of: files, rowsEndingIn: ".jpg")
     print(text)
-    let ratios = text.split(separator: "\n").filter { $0.hasPrefix("| ") && $0.contains(".jpg") }.compactMap {
-      Double($0.split(separator: "|").last!.trimmingCharacters(in: .whitespaces))
-    }
     #expect(ratios.count == 3, "\(text)")
     // Measured over predicted: never above 1 (an under-prediction would let the budget be overrun), and
     // not so low that the budget admits far fewer jobs than fit. Measured here: 0.58-0.80.

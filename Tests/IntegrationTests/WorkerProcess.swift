@@ -1,5 +1,6 @@
 import Foundation
 import Imaging
+import TestSupport
 import Testing
 
 /// A real `thumbd worker` process (the binary `swift build` put next to this test bundle), so tests can
@@ -9,14 +10,8 @@ final class WorkerProcess: @unchecked Sendable {
   let logURL: URL
   private var exitStatus: Int32?
 
-  static let binary: URL? = {
-    let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    let candidate = bundle.deletingLastPathComponent().appendingPathComponent("thumbd")
-    return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
-  }()
-
-  static let skipReason =
-    "the thumbd binary was not built next to the test bundle: run `swift build --build-tests`"
+  static let binary = ThumbdBinary.url
+  static let skipReason = ThumbdBinary.skipReason
 
   /// Starts `thumbd worker` with THUMBD_* settings; stdout and stderr go to a log file.
   init(databaseURL: String, storage: URL, settings: [String: String] = [:]) throws {
