@@ -1,6 +1,6 @@
 """One contender of bench/images, run as its own child process over a list of files.
 
-    contenders.py vips|vips-baseline|pillow|decode|decode-rgb OUTDIR FILE...
+    contenders.py vips|vips-baseline|pillow|pillow-baseline|decode|decode-rgb OUTDIR FILE...
 
 vips    libvips through pyvips, one thread: Image.thumbnail (shrink-on-load, autorotate) for `large`, the
         smaller variants by thumbnail_image from an earlier result (thumbd's cascade), jpegsave with no
@@ -8,6 +8,7 @@ vips    libvips through pyvips, one thread: Image.thumbnail (shrink-on-load, aut
 vips-baseline  the same with optimize_coding=False (bench/jpegsize).
 pillow  Pillow: draft() to thumbd's DCT scale, exif_transpose, LANCZOS resize in thumbd's cascade and to
         thumbd's exact sizes, save with 4:2:0 and optimize=True.
+pillow-baseline  the same with optimize=False (bench/images --default-tables).
 decode  the decode floor: TurboJPEG (libturbojpeg.so.0, through ctypes) decoding each file at the DCT
         scale thumbd chooses to YCbCr planes (tjDecompressToYUVPlanes, as thumbd does), and nothing
         else. Writes nothing.
@@ -81,7 +82,7 @@ def run_vips(outdir, files, optimize=True):
     return time.perf_counter() - t0, {}
 
 
-def run_pillow(outdir, files):
+def run_pillow(outdir, files, optimize=True):
     from PIL import Image, ImageOps
 
     lanczos = Image.Resampling.LANCZOS
@@ -109,7 +110,7 @@ def run_pillow(outdir, files):
             src = choose(step, made, im)
             x, y, rw, rh = step["region"]
             out = src.resize(step["output"], lanczos, box=(x, y, x + rw, y + rh))
-            out.save(f"{base}_{step['name']}.jpg", "JPEG", quality=step["quality"], optimize=True,
+            out.save(f"{base}_{step['name']}.jpg", "JPEG", quality=step["quality"], optimize=optimize,
                      subsampling=2, progressive=False)
             made[step["variant"]] = out
     return time.perf_counter() - t0, denominators
@@ -167,7 +168,8 @@ def run_decode(outdir, files, planes=True):
 
 def main():
     modes = {"vips": run_vips, "vips-baseline": lambda outdir, files: run_vips(outdir, files, optimize=False),
-             "pillow": run_pillow, "decode": run_decode,
+             "pillow": run_pillow, "pillow-baseline": lambda outdir, files: run_pillow(outdir, files, optimize=False),
+             "decode": run_decode,
              "decode-rgb": lambda outdir, files: run_decode(outdir, files, planes=False)}
     if len(sys.argv) < 4 or sys.argv[1] not in modes:
         raise SystemExit(__doc__)
