@@ -52,6 +52,13 @@ public final class OriginalSource: Sendable {
     var id: UInt64
     var download: Download
     var waiters: Int
+    /// Started by `prefetch`, and no job has taken it as its own download yet: the first one to ask
+    /// for the URL does, as if it had started it (its delivery and the counters say so). An unclaimed
+    /// flight stays here when it ends, so that its job gets its result, a failure included (a second
+    /// try at once would skip the queue's backoff and the origin's Retry-After), until the job takes it
+    /// or ends without it (`forgetPrefetch`).
+    var unclaimed = false
+    var ended = false
   }
 
   private struct State {
@@ -89,6 +96,13 @@ public final class OriginalSource: Sendable {
       case wait(Download, joined: Bool)
     }
     let plan = state.withLock { state -> Plan in
+      // A prefetch for this job first: it is this job's own download, whatever the cache holds now.
+      if var flight = state.flights[url], flight.unclaimed {
+        flight.unclaimed = false
+        flight.waiters += 1
+        state.flights[url] = flight.ended ? nil : flight
+        return .wait(flight.download, joined: false)
+      }
       let cached = state.cache.value(for: url)
       if let cached, cached.storedAt.duration(to: .now) < .milliseconds(Int(settings.freshSeconds * 1000)) {
         state.counters.cacheHits += 1
@@ -121,6 +135,37 @@ public final class OriginalSource: Sendable {
       let (original, delivery) = try result.get()
       return (original, joined ? .sharedDownload : delivery)
     }
+  }
+
+  /// Starts downloading `url` into the cache for a job that will ask for it soon (one waiting for a
+  /// slot), unless it is cached and fresh or already on its way. Does nothing when the cache is off:
+  /// the bytes would have nowhere to wait. The job's own `original(for:)` then finds them cached, or
+  /// takes over the download in flight as its own. A prefetch nobody claims runs to its end and is
+  /// cached, like any download.
+  public func prefetch(_ url: String) {
+    guard settings.cacheBytes > 0 else { return }
+    state.withLock { state in
+      guard state.flights[url] == nil else { return }
+      let cached = state.cache.value(for: url)
+      if let cached, cached.storedAt.duration(to: .now) < .milliseconds(Int(settings.freshSeconds * 1000)) {
+        return
+      }
+      state.nextFlight += 1
+      let id = state.nextFlight
+      let download = Download { await self.download(url, stale: cached?.original, flight: id) }
+      state.flights[url] = Flight(id: id, download: download, waiters: 0, unclaimed: true)
+    }
+  }
+
+  /// The job a prefetch was for will not ask for `url` (it was abandoned while it waited): an unclaimed
+  /// prefetch is dropped, and cancelled if it still runs.
+  public func forgetPrefetch(_ url: String) {
+    let dropped = state.withLock { state -> Download? in
+      guard let flight = state.flights[url], flight.unclaimed else { return nil }
+      state.flights[url] = nil
+      return flight.ended ? nil : flight.download
+    }
+    dropped?.cancel()
   }
 
   /// Drops least recently used originals from the cache until at least `bytes` of them are gone (the
@@ -172,7 +217,11 @@ public final class OriginalSource: Sendable {
     let evicted = state.withLock { state -> [Cached] in
       var evicted: [Cached] = []
       // Only our own flight: an abandoned one may have been replaced by a newer download of the URL.
-      if state.flights[url]?.id == flight { state.flights[url] = nil }
+      // An unclaimed prefetch stays until its job takes it (or forgets it).
+      if var own = state.flights[url], own.id == flight {
+        own.ended = true
+        state.flights[url] = own.unclaimed ? own : nil
+      }
       if case .success(let (original, delivery)) = result {
         state.cache.insert(
           Cached(original: original, storedAt: .now), for: url, cost: original.bytes.count, evicted: &evicted)

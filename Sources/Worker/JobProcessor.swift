@@ -25,6 +25,8 @@ public struct JobProcessor: Sendable {
   let refusals = RefusalWindow(holdFor: .seconds(10))
   /// Finds an earlier job's variants by render key (nil: every job renders).
   let reuse: RenderReuse?
+  /// Render keys rendered here whose outcome is not written yet: a duplicate waits for it.
+  let keysInFlight = RenderKeysInFlight()
 
   public init(
     originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool
@@ -56,6 +58,19 @@ public struct JobProcessor: Sendable {
 
   public func dropped(_ job: LeasedJob) {
     if let membership = renders.takeEnrolment(token: job.leaseToken) { renders.leave(membership) }
+    originals.forgetPrefetch(job.sourceURL)
+  }
+
+  /// Every slot is taken: the original downloads while the job waits (into the originals cache, where
+  /// its `process` finds it).
+  public func waitingForSlot(_ job: LeasedJob) {
+    originals.prefetch(job.sourceURL)
+  }
+
+  public func outcomeWritten(_ job: LeasedJob) {
+    keysInFlight.ended(token: job.leaseToken)
+    // A job that ended before it fetched (an invalid profile, a storage refusal) leaves no prefetch.
+    originals.forgetPrefetch(job.sourceURL)
   }
 
   public func process(_ job: LeasedJob) async throws(JobError) -> JobResult {
@@ -100,6 +115,11 @@ public struct JobProcessor: Sendable {
       return result
     case .rendered(let made): rendered = made
     }
+    let renderKey = rendered.sourceHash.map {
+      RenderKey.make(source: $0, spec: job.profileSpec, storage: store.identity)
+    }
+    // Before the slot goes: the job that takes it may be a duplicate of this one.
+    if reuse != nil, let renderKey { keysInFlight.rendered(renderKey, token: job.leaseToken) }
     // The job's CPU work is done: storing waits on the storage, and then the outcome on the database.
     // Its slot goes to the next job meanwhile, whose lease, fetch and decode then overlap this job's
     // writes instead of following them (docs/benchmarks.md, "Scaling").
@@ -111,9 +131,7 @@ public struct JobProcessor: Sendable {
     let timings = rendered.info.timings
     return JobResult(
       variants: records, thumbHash: rendered.info.thumbHash,
-      renderKey: rendered.sourceHash.map {
-        RenderKey.make(source: $0, spec: job.profileSpec, storage: store.identity)
-      },
+      renderKey: renderKey,
       stageTimes: StageTimes(
         fetch: rendered.fetchSeconds, decode: timings.decode, resize: timings.resize, encode: timings.encode,
         store: storeSeconds))
@@ -183,6 +201,8 @@ public struct JobProcessor: Sendable {
     if let (reuse, spec) = reusing {
       if sourceHash == nil { sourceHash = await pool.run { StorageKey.sha256Hex(bytes) } }
       let key = RenderKey.make(source: sourceHash!, spec: spec, storage: store.identity)
+      // A job here has just rendered the same: its outcome, once written, is what we would find.
+      await keysInFlight.settled(key)
       if var found = await reuse.find(key) {
         found.stageTimes = StageTimes(fetch: fetchSeconds)
         return .reused(found)

@@ -22,11 +22,17 @@ public protocol JobHandler: Sendable {
   func leased(_ job: LeasedJob)
   /// The job was abandoned before it got a slot: `process` will not be called.
   func dropped(_ job: LeasedJob)
+  /// Every slot is taken and the job waits for one (JobProcessor downloads its original meanwhile).
+  func waitingForSlot(_ job: LeasedJob)
+  /// The job's outcome is written, or will not be (abandoned): called once per job `process` ran for.
+  func outcomeWritten(_ job: LeasedJob)
 }
 
 extension JobHandler {
   public func leased(_ job: LeasedJob) {}
   public func dropped(_ job: LeasedJob) {}
+  public func waitingForSlot(_ job: LeasedJob) {}
+  public func outcomeWritten(_ job: LeasedJob) {}
 }
 
 extension JobProcessor: JobHandler {}

@@ -210,6 +210,52 @@ struct OneDownloadPerURLTests {
     #expect(source.counters.downloads == 1, "the cancelled download was not cached")
   }
 
+  /// A job waiting for a slot has its original downloaded ahead (JobProcessor.waitingForSlot): when
+  /// the job asks, the download is its own (one GET, delivered as `downloaded`), and a failure reaches
+  /// the job as it happened instead of being tried again at once.
+  @Test func aPrefetchIsTheWaitingJobsOwnDownloadFailuresIncluded() async throws {
+    let fixture = try QueueFixture()
+    let source = OriginalSource(
+      fetcher: Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1")))
+    let url = fixture.slowURL(seconds: 0.5)
+    source.prefetch(url)
+    source.prefetch(url)  // already on its way: nothing more
+    try await Task.sleep(for: .milliseconds(100))
+    let (original, delivery) = try await source.original(for: url)
+    #expect(original.bytes.count == fixture.photoBytes)
+    #expect(delivery == .downloaded)
+    #expect(try await fixture.origin.requestCount("/slow/photo.jpg") == 1)
+    #expect(source.counters == OriginalSource.Counters(downloads: 1))
+
+    // A prefetch that ended before the job asked: still the job's own download, not a cache hit.
+    let other = fixture.origin.url("/files/photo.jpg")
+    source.prefetch(other)
+    try await Task.sleep(for: .milliseconds(500))
+    #expect(try await source.original(for: other).1 == .downloaded)
+    #expect(try await source.original(for: other).1 == .cached, "taken once, then an ordinary cache entry")
+
+    // The origin answers 429 + Retry-After to the first GET only: the job gets that answer, not the file
+    // a second GET would bring (which would skip the queue's backoff).
+    let limited = fixture.origin.url("/retry-after/300/photo.jpg")
+    source.prefetch(limited)
+    try await Task.sleep(for: .milliseconds(500))
+    await #expect(throws: JobError.self) { try await source.original(for: limited) }
+    #expect(try await fixture.origin.requestCount("/retry-after/300/photo.jpg") == 1)
+
+    // A prefetch whose job went away is dropped, and cancelled while it runs.
+    let abandoned = fixture.slowURL(seconds: 20).replacingOccurrences(
+      of: "photo.jpg", with: "photo.jpg?gone=1")
+    source.prefetch(abandoned)
+    try await Task.sleep(for: .milliseconds(200))
+    source.forgetPrefetch(abandoned)
+    let started = ContinuousClock.now
+    let next = Task { try await source.original(for: abandoned) }
+    try await Task.sleep(for: .milliseconds(200))
+    next.cancel()
+    _ = await next.result
+    #expect(started.duration(to: .now) < .seconds(3), "a new download, not the forgotten one")
+  }
+
   @Test func aStaleCopyIsRevalidatedWithAConditionalGET() async throws {
     let fixture = try QueueFixture()
     var settings = OriginalSource.Settings()

@@ -50,6 +50,18 @@ import Testing
     #expect(p.next(running: 4, aside: 4, now: t0) == .wait(.seconds(1)))
   }
 
+  @Test func jobsLeasedAheadWaitForASlotBeyondTheConcurrency() {
+    var settings = pacing(concurrency: 2, batch: 2).settings
+    settings.ahead = 1
+    var p = ProducerPacing(settings)
+    // Both slots busy: one more job is leased, to download while it waits.
+    #expect(p.next(running: 2, aside: 0, now: t0 + .milliseconds(20)) == .lease(limit: 1))
+    // With it running (waiting for a slot), nothing more.
+    #expect(p.next(running: 3, aside: 0, now: t0 + .milliseconds(40)) == .wait(.seconds(1)))
+    // Idle: the slots and the one ahead at once, up to the batch.
+    #expect(p.next(running: 0, aside: 0, now: t0) == .lease(limit: 2))
+  }
+
   @Test func aFullLeaseLooksAgainAndAShortOneWaits() {
     var p = pacing()
     #expect(p.leased(count: 8, wanted: 8, running: 8) == .proceed)

@@ -17,6 +17,9 @@ public struct ProducerPacing: Sendable {
     public var settle: Duration = .milliseconds(20)
     /// The longest pause after failed lease statements (the backoff grows by a quarter second each).
     public var maxLeaseBackoff: Duration = .seconds(5)
+    /// Jobs leased beyond the slots: each waits for a slot with its original already downloading, so
+    /// that a slot that frees up finds its next job ready to decode instead of waiting for the network.
+    public var ahead = 0
 
     public init(
       concurrency: Int, leaseBatch: Int, drain: Bool, pollInterval: Duration, shutdownGrace: Duration
@@ -64,7 +67,7 @@ public struct ProducerPacing: Sendable {
   /// or a shared decode, their slot given to another job; at most one extra job per slot).
   public mutating func next(running: Int, aside: Int, now: ContinuousClock.Instant) -> Action {
     let busy = running - min(aside, settings.concurrency)
-    let free = settings.concurrency - busy
+    let free = settings.concurrency + settings.ahead - busy
     guard free > 0 else {
       freeSince = nil
       return .wait(settings.pollInterval)

@@ -72,7 +72,10 @@ final class JobRunner: Sendable {
     let result = OneShot<Result<JobResult, JobError>?>()
     let (handler, slots) = (self.handler, self.slots)
     let work = Task { [self] in
-      guard await slots.acquire(1) == .granted else {  // abandoned while waiting: already resolved
+      // Every slot taken: the job waits, its original downloading meanwhile (the producer leases
+      // `WorkerConfig.leaseAhead` jobs beyond the slots for this).
+      guard await slots.acquire(1, whenQueued: { handler.waitingForSlot(job) }) == .granted else {
+        // abandoned while waiting: already resolved
         handler.dropped(job)
         return
       }
@@ -98,6 +101,7 @@ final class JobRunner: Sendable {
     group.addTask {
       let outcome = await result.value
       await self.finish(job, outcome)
+      handler.outcomeWritten(job)
       // Set by the job's own task when it resolved `result`; nil: abandoned, never counted.
       if outcome != nil { self.finishingCount.subtract(1, ordering: .acquiringAndReleasing) }
       self.runningCount.subtract(1, ordering: .acquiringAndReleasing)

@@ -24,10 +24,11 @@ struct Producer: Service, WithServiceContext {
 
   private func produce() async {
     guard await readiness.waitUntilStarted() else { return }
-    var pacing = ProducerPacing(
-      .init(
-        concurrency: config.concurrency, leaseBatch: config.effectiveLeaseBatch, drain: config.drain,
-        pollInterval: .seconds(config.pollInterval), shutdownGrace: .seconds(config.shutdownGrace)))
+    var settings = ProducerPacing.Settings(
+      concurrency: config.concurrency, leaseBatch: config.effectiveLeaseBatch, drain: config.drain,
+      pollInterval: .seconds(config.pollInterval), shutdownGrace: .seconds(config.shutdownGrace))
+    settings.ahead = config.effectiveLeaseAhead
+    var pacing = ProducerPacing(settings)
     await withDiscardingTaskGroup { group in
       var action = ProducerPacing.Action.proceed
       while !shutdown.isRequested {
