@@ -92,7 +92,7 @@ public struct JobProcessor: Sendable {
       // Only a job alone in its group may take an earlier job's variants instead of rendering.
       let reuse = alone ? reuse.map { reuse in (reuse, job.profileSpec) } : nil
       while true {
-        switch try await render(job.sourceURL, specs, reusing: reuse) {
+        switch try await render(job.sourceURL, specs, reusing: reuse, token: job.leaseToken) {
         case .rendered(let rendered): return .rendered(rendered)
         case .reused(let result): return .reused(result)
         case .abandoned: return nil
@@ -118,8 +118,6 @@ public struct JobProcessor: Sendable {
     let renderKey = rendered.sourceHash.map {
       RenderKey.make(source: $0, spec: job.profileSpec, storage: store.identity)
     }
-    // Before the slot goes: the job that takes it may be a duplicate of this one.
-    if reuse != nil, let renderKey { keysInFlight.rendered(renderKey, token: job.leaseToken) }
     // The job's CPU work is done: storing waits on the storage, and then the outcome on the database.
     // Its slot goes to the next job meanwhile, whose lease, fetch and decode then overlap this job's
     // writes instead of following them (docs/benchmarks.md, "Scaling").
@@ -190,7 +188,7 @@ public struct JobProcessor: Sendable {
   /// With `reusing`, first looks for an earlier job with the same render key (the original's SHA-256
   /// with the job's profile spec), and takes its variants instead when there is one.
   private func render(
-    _ url: String, _ variants: [VariantSpec], reusing: (RenderReuse, String)? = nil
+    _ url: String, _ variants: [VariantSpec], reusing: (RenderReuse, String)? = nil, token: String
   ) async throws(JobError) -> RenderOutcome {
     let fetching = ContinuousClock.now
     let (original, _) = try await originals.original(for: url)
@@ -201,12 +199,18 @@ public struct JobProcessor: Sendable {
     if let (reuse, spec) = reusing {
       if sourceHash == nil { sourceHash = await pool.run { StorageKey.sha256Hex(bytes) } }
       let key = RenderKey.make(source: sourceHash!, spec: spec, storage: store.identity)
-      // A job here has just rendered the same: its outcome, once written, is what we would find.
-      await keysInFlight.settled(key)
+      // A job here is rendering the same: its outcome, once written, is what we would find. Its slot
+      // goes to another job meanwhile (the wait is at most RenderKeysInFlight.patience).
+      if keysInFlight.contains(key) {
+        SlotLease.current?.stepAside()
+        await keysInFlight.settled(key)
+      }
       if var found = await reuse.find(key) {
         found.stageTimes = StageTimes(fetch: fetchSeconds)
         return .reused(found)
       }
+      // We render it: a duplicate behind us waits for our outcome instead of rendering it too.
+      keysInFlight.rendered(key, token: token)
     }
     // The original's bytes are already counted (its MemoryHold), for as long as `original` lives: keep
     // it alive until the render is done, and reserve only the rest of the cost.

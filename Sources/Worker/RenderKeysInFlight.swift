@@ -1,14 +1,14 @@
 import Synchronization
 
-/// The render keys of this worker's jobs that have rendered and whose outcome is not written yet.
+/// The render keys of this worker's jobs that are rendering, or have rendered and whose outcome is not
+/// written yet.
 ///
 /// Render reuse finds an earlier job's variants in the database, so it sees a job only once that job's
-/// outcome is written. A job gives its slot up as soon as it has rendered, and the next job, whose
-/// original may already be downloaded (OriginalSource.prefetch), can look for its render key before
-/// then. A job whose key is here waits for that outcome first, so that a duplicate leased right behind
-/// its original takes its variants instead of rendering them again. The wait is bounded: reuse saves
-/// work, it is never needed for a correct result, and an outcome the database is slow to take must not
-/// hold the job up.
+/// outcome is written. A duplicate leased right behind its original, whose bytes may already be here
+/// (OriginalSource.prefetch), can look for the render key before then. A job whose key is here waits
+/// for that outcome first, so that it takes the first job's variants instead of rendering them again.
+/// The wait is bounded: reuse saves work, it is never needed for a correct result, and a long render or
+/// an outcome the database is slow to take must not hold the job up.
 final class RenderKeysInFlight: Sendable {
   /// Lease token → render key.
   private let keys = Mutex<[String: String]>([:])
@@ -20,7 +20,7 @@ final class RenderKeysInFlight: Sendable {
 
   init(patience: Duration = .seconds(2)) { self.patience = patience }
 
-  /// The job with `token` has rendered the variants of `key`; its outcome will be written.
+  /// The job with `token` renders the variants of `key`; its outcome will be written.
   func rendered(_ key: String, token: String) {
     keys.withLock { $0[token] = key }
   }
