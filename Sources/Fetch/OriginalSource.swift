@@ -104,7 +104,7 @@ public final class OriginalSource: Sendable {
         return .wait(flight.download, joined: false)
       }
       let cached = state.cache.value(for: url)
-      if let cached, cached.storedAt.duration(to: .now) < .milliseconds(Int(settings.freshSeconds * 1000)) {
+      if let cached, isFresh(cached) {
         state.counters.cacheHits += 1
         return .hit(cached.original)
       }
@@ -114,13 +114,7 @@ public final class OriginalSource: Sendable {
         state.counters.sharedDownloads += 1
         return .wait(flight.download, joined: true)
       }
-      // The task starts running only after this lock is released, so the flight is registered before
-      // the download can finish and remove it.
-      state.nextFlight += 1
-      let id = state.nextFlight
-      let download = Download { await self.download(url, stale: cached?.original, flight: id) }
-      state.flights[url] = Flight(id: id, download: download, waiters: 1)
-      return .wait(download, joined: false)
+      return .wait(startFlight(url, stale: cached?.original, prefetch: false, in: &state), joined: false)
     }
     switch plan {
     case .hit(let original):
@@ -147,14 +141,26 @@ public final class OriginalSource: Sendable {
     state.withLock { state in
       guard state.flights[url] == nil else { return }
       let cached = state.cache.value(for: url)
-      if let cached, cached.storedAt.duration(to: .now) < .milliseconds(Int(settings.freshSeconds * 1000)) {
-        return
-      }
-      state.nextFlight += 1
-      let id = state.nextFlight
-      let download = Download { await self.download(url, stale: cached?.original, flight: id) }
-      state.flights[url] = Flight(id: id, download: download, waiters: 0, unclaimed: true)
+      if let cached, isFresh(cached) { return }
+      _ = startFlight(url, stale: cached?.original, prefetch: true, in: &state)
     }
+  }
+
+  private func isFresh(_ cached: Cached) -> Bool {
+    cached.storedAt.duration(to: .now) < .milliseconds(Int(settings.freshSeconds * 1000))
+  }
+
+  /// Registers a new download of `url`, under the state's lock: one waiter (the caller), or none and
+  /// unclaimed for a prefetch. The task starts running only after the lock is released, so the flight
+  /// is registered before the download can finish and remove it.
+  private func startFlight(
+    _ url: String, stale: FetchedOriginal?, prefetch: Bool, in state: inout State
+  ) -> Download {
+    state.nextFlight += 1
+    let id = state.nextFlight
+    let download = Download { await self.download(url, stale: stale, flight: id) }
+    state.flights[url] = Flight(id: id, download: download, waiters: prefetch ? 0 : 1, unclaimed: prefetch)
+    return download
   }
 
   /// The job a prefetch was for will not ask for `url` (it was abandoned while it waited): an unclaimed

@@ -24,7 +24,8 @@ public protocol JobHandler: Sendable {
   func dropped(_ job: LeasedJob)
   /// Every slot is taken and the job waits for one (JobProcessor downloads its original meanwhile).
   func waitingForSlot(_ job: LeasedJob)
-  /// The job's outcome is written, or will not be (abandoned): called once per job `process` ran for.
+  /// The job's outcome is written, or will not be (abandoned, dropped): called once for every job
+  /// started, after `process` (if it ran) and its outcome.
   func outcomeWritten(_ job: LeasedJob)
 }
 
