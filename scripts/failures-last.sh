@@ -13,7 +13,7 @@ status=${PIPESTATUS[0]}
 if [ "$status" -ne 0 ]; then
   echo
   echo "== what failed (repeated from above) =="
-  # An issue line, the detail lines swift-testing indents under it, and XCTest's "error:" lines.
-  grep -E -A4 '^(✘|􀢄)|recorded an issue|: error:|Fatal error|Test .* failed' "$log" | grep -v -E '^(✔|◇|􁁛|􀟈)' | tail -n 60
+  # An issue line, the detail lines swift-testing puts under it, and XCTest's "error:" lines.
+  grep -E -A12 '^(✘|􀢄)|recorded an issue|: error:|Fatal error|Test .* failed' "$log" | grep -v -E '^(✔|◇|􁁛|􀟈)' | tail -n 100
 fi
 exit "$status"
