@@ -162,7 +162,12 @@ extension MemoryBudgetTests {
   /// originals are in, the first decode in line does not fit beside the other original, and no decode
   /// is running to give memory back. The job behind lets its original go and fetches it again after;
   /// both succeed, neither hangs.
-  @Test func originalsHeldByWaitingJobsDoNotDeadlockTheBudget() async throws {
+  ///
+  /// With the original cache on, each slot's job has one more leased behind it (the job leased ahead,
+  /// three jobs for two slots here), whose original downloads while it waits and is held by its download
+  /// until that job claims it: the same must hold with that original in the way too.
+  @Test(arguments: [false, true])
+  func originalsHeldByWaitingJobsDoNotDeadlockTheBudget(cacheOn: Bool) async throws {
     let database = try TestDatabase.create()
     let fixture = try QueueFixture()
     let jpeg = try makeNoiseJPEG(width: 2000, height: 1500)
@@ -170,17 +175,20 @@ extension MemoryBudgetTests {
     let cost = try #require(Thumbnailer().predictedPeak(of: jpeg, variants: Profile.default.variants)).total
     // One job fits (its original is part of its cost); two originals and one decode do not.
     let budget = cost + jpeg.count / 2
-    for copy in 1...2 {
+    let copies = cacheOn ? 3 : 2
+    for copy in 1...copies {
       let url = fixture.origin.url("/slow/noise.jpg?chunk=\(jpeg.count / 8 + 1)&delay=0.05&copy=\(copy)")
       try sql(database, "SELECT thumbs.enqueue($1)", [url])
     }
     let started = ContinuousClock.now
     let totals = try await drainQueue(databaseURL: database, storage: fixture.storage) {
       $0.memoryBudget = budget
-      $0.originalCacheBytes = 0
+      if !cacheOn { $0.originalCacheBytes = 0 }
+      #expect($0.effectiveLeaseAhead == (cacheOn ? 1 : 0))
     }
     let outcome = try sql(database, "SELECT state, attempts, error_code, last_error FROM thumbs.jobs").rows
-    #expect(totals.succeeded == 2, "\(outcome); file \(jpeg.count) B, cost \(cost) B, budget \(budget) B")
+    #expect(
+      totals.succeeded == copies, "\(outcome); file \(jpeg.count) B, cost \(cost) B, budget \(budget) B")
     // A download paused for good, or an original kept alive by something that ran, would end only by
     // a deadline (30 s and more).
     #expect(started.duration(to: .now) < .seconds(15), "\(outcome); \(totals)")
