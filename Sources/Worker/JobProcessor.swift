@@ -58,7 +58,6 @@ public struct JobProcessor: Sendable {
 
   public func dropped(_ job: LeasedJob) {
     if let membership = renders.takeEnrolment(token: job.leaseToken) { renders.leave(membership) }
-    originals.forgetPrefetch(job.sourceURL)
   }
 
   /// Every slot is taken: the original downloads while the job waits (into the originals cache, where
@@ -69,7 +68,8 @@ public struct JobProcessor: Sendable {
 
   public func outcomeWritten(_ job: LeasedJob) {
     keysInFlight.ended(token: job.leaseToken)
-    // A job that ended before it fetched (an invalid profile, a storage refusal) leaves no prefetch.
+    // A job that ended before it fetched (dropped while it waited for a slot, an invalid profile, a
+    // storage refusal) leaves no prefetch.
     originals.forgetPrefetch(job.sourceURL)
   }
 
@@ -115,9 +115,6 @@ public struct JobProcessor: Sendable {
       return result
     case .rendered(let made): rendered = made
     }
-    let renderKey = rendered.sourceHash.map {
-      RenderKey.make(source: $0, spec: job.profileSpec, storage: store.identity)
-    }
     // The job's CPU work is done: storing waits on the storage, and then the outcome on the database.
     // Its slot goes to the next job meanwhile, whose lease, fetch and decode then overlap this job's
     // writes instead of following them (docs/benchmarks.md, "Scaling").
@@ -129,7 +126,9 @@ public struct JobProcessor: Sendable {
     let timings = rendered.info.timings
     return JobResult(
       variants: records, thumbHash: rendered.info.thumbHash,
-      renderKey: renderKey,
+      renderKey: rendered.sourceHash.map {
+        RenderKey.make(source: $0, spec: job.profileSpec, storage: store.identity)
+      },
       stageTimes: StageTimes(
         fetch: rendered.fetchSeconds, decode: timings.decode, resize: timings.resize, encode: timings.encode,
         store: storeSeconds))

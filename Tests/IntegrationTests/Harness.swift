@@ -151,6 +151,17 @@ extension TestOrigin {
     try await count(at: "/_count" + path)
   }
 
+  /// The count of GETs for `path` once it reaches `count`, or whatever it is after `timeout` seconds:
+  /// for a GET that another task sends and that a loaded machine may be slow to deliver.
+  func requestCount(_ path: String, reaching count: Int, timeout: Double = 10) async throws -> Int {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    while true {
+      let seen = try await requestCount(path)
+      if seen >= count || ContinuousClock.now > deadline { return seen }
+      try await Task.sleep(for: .milliseconds(20))
+    }
+  }
+
   /// How many TCP connections the origin accepted so far.
   func connectionCount() async throws -> Int {
     try await count(at: "/_connections")

@@ -247,26 +247,20 @@ struct OneDownloadPerURLTests {
       of: "photo.jpg", with: "photo.jpg?gone=1")
     source.prefetch(abandoned)
     // Counted, not slept for: on a loaded machine the GET may take a while to reach the origin.
-    #expect(try await slowRequests(reaching: 2, fixture) == 2, "the prefetch's GET is at the origin")
+    #expect(
+      try await fixture.origin.requestCount("/slow/photo.jpg", reaching: 2) == 2,
+      "the prefetch's GET is at the origin")
     source.forgetPrefetch(abandoned)
     let started = ContinuousClock.now
     let next = Task { try await source.original(for: abandoned) }
     // The slow path's GETs: the first prefetch, the forgotten one, and now a new one. Had the job joined
     // the forgotten download, the count would stay at 2.
-    #expect(try await slowRequests(reaching: 3, fixture) == 3, "a new download, not the forgotten one")
+    #expect(
+      try await fixture.origin.requestCount("/slow/photo.jpg", reaching: 3) == 3,
+      "a new download, not the forgotten one")
     next.cancel()
     _ = await next.result
     #expect(started.duration(to: .now) < .seconds(10), "cancelled, not waited out (the origin takes 20 s)")
-  }
-
-  /// The origin's count of GETs on the slow path, once it reaches `count` or after 10 s.
-  private func slowRequests(reaching count: Int, _ fixture: QueueFixture) async throws -> Int {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while true {
-      let seen = try await fixture.origin.requestCount("/slow/photo.jpg")
-      if seen >= count || ContinuousClock.now > deadline { return seen }
-      try await Task.sleep(for: .milliseconds(20))
-    }
   }
 
   @Test func aStaleCopyIsRevalidatedWithAConditionalGET() async throws {

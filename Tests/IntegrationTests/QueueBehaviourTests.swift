@@ -143,12 +143,9 @@ struct QueueBehaviourTests {
     _ = try locker.query("SELECT id FROM thumbs.jobs WHERE id = $1::bigint FOR UPDATE", [first])
     let photo = fixture.origin.url("/files/photo.jpg")
     let second = try sql(database, "SELECT thumbs.enqueue($1)", [photo]).rows[0][0]!
-    var fetched = false
-    for _ in 0..<300 where !fetched {  // 15 s
-      fetched = try await fixture.origin.requestCount("/files/photo.jpg") == 1
-      if !fetched { try await Task.sleep(for: .milliseconds(50)) }
-    }
-    #expect(fetched, "the second job was fetched while the first one's outcome waited")
+    #expect(
+      try await fixture.origin.requestCount("/files/photo.jpg", reaching: 1, timeout: 15) == 1,
+      "the second job was fetched while the first one's outcome waited")
     #expect(try state(database, first) == "running")
     try locker.execute(script: "COMMIT")
     #expect(
