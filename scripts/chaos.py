@@ -18,7 +18,8 @@ that work continues through every fault. While they run, the driver:
   - cuts one worker's link for twice its lease TTL, then restores it;
   - shapes another worker's link (tbf rate limit) and drops a share of its packets (iptables): this
     kernel has no netem (`tc qdisc ... netem` answers "Specified qdisc kind is unknown");
-  - restarts PostgreSQL once, and stops it for 15 s once.
+  - restarts PostgreSQL once, and stops it for 15 s once;
+  - at the end, SIGKILLs one worker and starts it again a moment before every worker gets SIGTERM.
 
 At the end every worker gets SIGTERM, and the driver prints each invariant with its figure:
 
@@ -27,7 +28,8 @@ At the end every worker gets SIGTERM, and the driver prints each invariant with 
   every succeeded job's objects exist, hash to their key, and decode at their row's size (djpeg);
   zombie writes refused: leases lost (from /metrics) and lease_lost log lines, at least one;
   no worker's peak RSS (VmHWM) above its budget plus an idle worker's size;
-  no worker exited by itself, and each ended with exit 0 on SIGTERM.
+  no worker exited by itself, and each ended with exit 0 on SIGTERM, the one restarted a moment before
+  the SIGTERM included (it gets it while its start-up, first rescue and housekeeping may still run).
 
 It exits 0 when all hold. --json writes the figures (docs/reliability.md reports them).
 """
@@ -328,6 +330,8 @@ def main():
     parser.add_argument("--lease-ttl", type=float, default=6)
     parser.add_argument("--budget", default="192MiB")
     parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--restart-stop-delay", type=float, default=None,
+                        help="seconds between the last restart and the final SIGTERM (default: 0.3-1.8 s, by seed)")
     parser.add_argument("--json")
     parser.add_argument("--keep", help="keep the run's folder (logs) here instead of deleting it")
     args = parser.parse_args()
@@ -336,6 +340,8 @@ def main():
     if args.workers < 4:
         sys.exit("chaos: --workers must be at least 4 (one frozen, one cut, one degraded, one killed)")
     args.thumbd = os.path.abspath(args.thumbd)
+    if args.restart_stop_delay is None:
+        args.restart_stop_delay = random.Random(args.seed + 2).uniform(0.3, 1.8)
     photos = [f for f in os.listdir(args.photos) if f.lower().endswith((".jpg", ".jpeg"))]
     if not photos:
         sys.exit(f"chaos: no JPEG photos in {args.photos}")
@@ -452,6 +458,14 @@ def main():
             worker.sample()
         stop_sampling.set()
         sampling.join()
+        # A worker stopped a moment after it restarted: SIGTERM reaches it while its start-up, its first
+        # rescue and housekeeping may still run, and the others stop at the same time.
+        restarted = rng.choice(workers)
+        log(f"SIGKILL worker {restarted.index}, start it again, and SIGTERM every worker "
+            f"{args.restart_stop_delay:.1f} s after")
+        restarted.kill_and_restart()
+        faults["sigterm_after_restart"] = 1
+        time.sleep(args.restart_stop_delay)
         for worker in workers:
             worker.signal(signal.SIGTERM)
         for worker in workers:

@@ -32,10 +32,15 @@ final class Completer: Service, Sendable {
   private let maxBatch = 500
 
   private let wroteBatch: @Sendable () -> Void
+  private let activity: ServiceActivity.Reporter
 
-  init(queue: JobQueue, logger: Logger, wroteBatch: @escaping @Sendable () -> Void = {}) {
+  init(
+    queue: JobQueue, logger: Logger, activity: ServiceActivity.Reporter,
+    wroteBatch: @escaping @Sendable () -> Void = {}
+  ) {
     self.queue = queue
     self.logger = logger
+    self.activity = activity
     self.wroteBatch = wroteBatch
   }
 
@@ -55,8 +60,10 @@ final class Completer: Service, Sendable {
 
   /// Runs until the group stops, then until every outcome it was given is written.
   func run() async throws {
+    activity.awaiting("its turn to stop")
     try? await gracefulShutdown()
-    while state.withLock({ !$0.pending.isEmpty || $0.writing }) {
+    while let left = state.withLock({ $0.pending.isEmpty && !$0.writing ? nil : $0.pending.count }) {
+      activity.awaiting("the write in flight and \(left) more outcomes")
       try? await Task.sleep(for: .milliseconds(10))
     }
   }

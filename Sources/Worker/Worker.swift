@@ -11,7 +11,6 @@ import Storage
 import Synchronization
 public import ThumbCore
 import Transport
-public import UnixSignals
 
 /// Turns one leased job into stored variants, or a classified error. The worker's real handler is
 /// JobProcessor; benchmarks plug in handlers that do nothing, to measure the queue alone.
@@ -80,11 +79,17 @@ public final class Worker: Sendable {
     self.memory = AdmissionGate(capacity: config.memoryBudget, maxOvertakes: 4)
   }
 
-  /// Runs until a stop is requested (then finishes or hands back its jobs), or in drain mode until no job
-  /// is due and none runs here. `signals` start a graceful stop (the command passes SIGTERM and SIGINT).
-  /// Throws only for what a restart would not cure: a storage URL it cannot open, an HTTP address it
-  /// cannot bind. A database that is away is waited for.
-  public func run(signals: [UnixSignal] = []) async throws -> WorkerCounters {
+  /// Runs until a stop is requested through `shutdown` (then finishes or hands back its jobs), or in drain
+  /// mode until no job is due and none runs here. A request made before `run` is called stops the worker
+  /// as soon as it has started. Throws only for what a restart would not cure: a storage URL it cannot
+  /// open, an HTTP address it cannot bind. A database that is away is waited for. A stop that overruns
+  /// the shutdown grace by `StopWatchdog.defaultMargin` ends the process (exit 70), naming what it awaited.
+  public func run() async throws -> WorkerCounters {
+    // What each service does, as the stop watchdog reports it; disarmed last of all, once every
+    // connection is closed and the pool told to stop.
+    let activity = ServiceActivity()
+    let watchdog = StopWatchdog(grace: .seconds(config.shutdownGrace), activity: activity, logger: logger)
+    defer { watchdog.disarm() }
     let pool = BlockingPool(threads: config.concurrency * 2 + 3, name: "thumbd-blocking")
     defer { pool.shutdown() }
     let connect = {
@@ -107,7 +112,9 @@ public final class Worker: Sendable {
         originals: originals, pool: pool, store: store!,
         reuse: RenderReuse { key in (try? await writer.findRendered(renderKey: key)) ?? nil })
     let readiness = Readiness(livenessWindow: .seconds(60 + config.leaseSeconds))
-    let completer = Completer(queue: writer, logger: logger) { [metrics] in metrics.outcomeBatch() }
+    let completer = Completer(queue: writer, logger: logger, activity: activity.reporter(for: "completer")) {
+      [metrics] in metrics.outcomeBatch()
+    }
     let runner = JobRunner(
       concurrency: config.concurrency, handler: handler, completer: completer, metrics: metrics,
       retryPolicy: config.retryPolicy, logger: logger)
@@ -123,50 +130,54 @@ public final class Worker: Sendable {
     let context = ServiceContext(
       runner: runner, readiness: readiness, shutdown: shutdown, metrics: metrics, config: config,
       logger: logger)
-    var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-      .init(service: TransferThreadService(multi: multi), serviceName: "transfers")
-    ]
+    var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+    // A service that ends (the producer, drained) or fails (the endpoint cannot bind) stops the others
+    // gracefully: jobs are handed back, never dropped; and the stop watchdog starts counting.
+    func add(_ name: String, _ make: (ServiceActivity.Reporter) -> any Service) {
+      let reporter = activity.reporter(for: name)
+      let tracked = TrackedService(service: make(reporter), reporter: reporter) {
+        watchdog.arm(because: "the \(name) service ended")
+      }
+      var service = ServiceGroupConfiguration.ServiceConfiguration(service: tracked, serviceName: name)
+      service.successTerminationBehavior = .gracefullyShutdownGroup
+      service.failureTerminationBehavior = .gracefullyShutdownGroup
+      services.append(service)
+    }
+    add("transfers") { TransferThreadService(multi: multi, activity: $0) }
     if let address = config.httpAddress {
       readiness.expectEndpoint()
-      let endpoint = HTTPEndpoint.make(
-        address: address, readiness: readiness, registry: registry,
-        beforeScrape: { [metrics, memory] in
-          metrics.live(memoryInUse: memory.inUse, jobsRunning: runner.running)
-        }, logger: logger)
-      services.append(.init(service: endpoint, serviceName: "http"))
+      add("http") { _ in
+        HTTPEndpoint.make(
+          address: address, readiness: readiness, registry: registry,
+          beforeScrape: { [metrics, memory] in
+            metrics.live(memoryInUse: memory.inUse, jobsRunning: runner.running)
+          }, logger: logger)
+      }
     }
     if let store {
       readiness.expectStorageCheck()
-      services.append(
-        .init(
-          service: StorageCheck(store: store, readiness: readiness, logger: logger), serviceName: "storage"))
+      add("storage") { StorageCheck(store: store, readiness: readiness, logger: logger, activity: $0) }
     }
-    services += [
-      .init(service: ListenerService(listener: listener, pool: pool), serviceName: "listener"),
-      .init(
-        service: Keeper(queue: keeperQueue, context: context, record: record), serviceName: "keeper"),
-      .init(service: completer, serviceName: "completer"),
-      .init(
-        service: Producer(queue: leaser, context: context), serviceName: "producer"),
-    ]
-    // A service that ends (the producer, drained) or fails (the endpoint cannot bind) stops the others
-    // gracefully: jobs are handed back, never dropped.
-    for index in services.indices {
-      services[index].successTerminationBehavior = .gracefullyShutdownGroup
-      services[index].failureTerminationBehavior = .gracefullyShutdownGroup
-    }
+    add("listener") { ListenerService(listener: listener, pool: pool, activity: $0) }
+    add("keeper") { Keeper(queue: keeperQueue, context: context, record: record, activity: $0) }
+    add("completer") { _ in completer }
+    add("producer") { Producer(queue: leaser, context: context, activity: $0) }
     if !DefaultCMYKProfile.isInstalled {
       logger.warning(
         "CMYK profile missing: CMYK JPEGs without a profile of their own get a naive conversion",
         metadata: ["path": "\(DefaultCMYKProfile.path)", "fix": "apt-get install libgs-common"])
     }
-    var groupConfig = ServiceGroupConfiguration(
-      services: services, gracefulShutdownSignals: signals, logger: logger)
+    // No signals here: the command owns them from its first line (StopSignals) and turns them into
+    // `shutdown` requests, which this group follows like any other.
+    var groupConfig = ServiceGroupConfiguration(services: services, logger: logger)
     groupConfig.logging.keys.serviceKey = "service"
     let group = ServiceGroup(configuration: groupConfig)
-    shutdown.onRequest {
+    shutdown.onRequest { [logger, shutdown] in
+      logger.notice("stop requested", metadata: ["reason": "\(shutdown.reason ?? "requested")"])
+      watchdog.arm(because: "stop requested")
       // A producer still waiting for the start-up must not wait for a database that may never answer.
       readiness.abandoned()
+      // Remembered by the group if it has not started running yet.
       Task { await group.triggerGracefulShutdown() }
     }
     try await group.run()

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import Logging
 import Metrics
@@ -22,6 +21,10 @@ struct WorkerCommand: AsyncParsableCommand {
 
   func run() async throws {
     try ImagingProcess.prepare()
+    // SIGTERM and SIGINT have one owner from here to the exit: a stop asked for while the worker still
+    // reads its configuration or starts its services is kept, and ends the worker once it has started.
+    let shutdown = ShutdownSignal()
+    let stopSignals = await StopSignals.install([SIGTERM, SIGINT], requesting: shutdown)
     let resolution = WorkerSettings.resolve(
       arguments: options, environment: ProcessInfo.processInfo.environment)
     guard resolution.errors.isEmpty else {
@@ -36,37 +39,19 @@ struct WorkerCommand: AsyncParsableCommand {
     // Only main bootstraps metrics; the worker records into the same registry it serves.
     MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
     Allocator.tuneForLargeBuffers()
-    let worker = Worker(config: settings.worker, logger: Logger(label: "thumbd.worker"), registry: registry)
-    let secondSignal = exitOnSecondSignal()
+    let worker = Worker(
+      config: settings.worker, shutdown: shutdown, logger: Logger(label: "thumbd.worker"), registry: registry)
     let totals: WorkerCounters
     do {
-      totals = try await worker.run(signals: [.sigterm, .sigint])
+      totals = try await worker.run()
     } catch let refused as StorageRefused {
       // One line, naming the bucket and the storage's error code (the contract's start-up check).
       FileHandle.standardError.write(Data("thumbd worker: \(refused)\n".utf8))
       throw ExitCode(1)
     }
-    withExtendedLifetime(secondSignal) {}
+    withExtendedLifetime(stopSignals) {}
     if totals.succeeded + totals.failed + totals.retried == 0 && settings.worker.drain {
       print("no jobs were due")
-    }
-  }
-
-  /// The service group turns the first SIGTERM or SIGINT into a graceful stop; a second one exits at
-  /// once (code 130), leaving the leases to expire and be rescued.
-  func exitOnSecondSignal() -> [any DispatchSourceSignal] {
-    let count = Mutex(0)
-    return [SIGTERM, SIGINT].map { (number: Int32) -> any DispatchSourceSignal in
-      let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-      source.setEventHandler {
-        if count.withLock({
-          $0 += 1; return $0
-        }) >= 2 {
-          Foundation.exit(130)
-        }
-      }
-      source.resume()
-      return source
     }
   }
 }

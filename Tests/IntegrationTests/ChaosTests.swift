@@ -45,7 +45,9 @@ struct ChaosTests {
     for (name, invariant) in summary.invariants {
       #expect(invariant.held, "\(name): \(invariant.figure)")
     }
-    for fault in ["sigkill", "sigstop", "link_cut", "postgres_restart", "postgres_stop_15s"] {
+    for fault in [
+      "sigkill", "sigstop", "link_cut", "postgres_restart", "postgres_stop_15s", "sigterm_after_restart",
+    ] {
       #expect((summary.faults[fault] ?? 0) >= 1, "\(fault) was injected")
     }
   }

@@ -6,12 +6,15 @@ import Testing
 @Suite struct ProducerPacingTests {
   let t0 = ContinuousClock.now
 
+  /// A producer whose start-up ended (the worker announced, its storage checked).
   func pacing(concurrency: Int = 8, batch: Int = 8, drain: Bool = false, grace: Double = 25) -> ProducerPacing
   {
-    ProducerPacing(
+    var pacing = ProducerPacing(
       .init(
         concurrency: concurrency, leaseBatch: batch, drain: drain, pollInterval: .seconds(1),
         shutdownGrace: .seconds(grace)))
+    pacing.startUpEnded(started: true, now: t0)
+    return pacing
   }
 
   @Test func anIdleWorkerLeasesAFullBatchAtOnce() {
@@ -54,6 +57,7 @@ import Testing
     var settings = pacing(concurrency: 2, batch: 2).settings
     settings.ahead = 1
     var p = ProducerPacing(settings)
+    p.startUpEnded(started: true, now: t0)
     // Both slots busy: one more job is leased, to download while it waits.
     #expect(p.next(running: 2, aside: 0, now: t0 + .milliseconds(20)) == .lease(limit: 1))
     // With it running (waiting for a slot), nothing more.
@@ -105,6 +109,125 @@ import Testing
     var p = pacing(grace: 0)
     p.stopRequested(now: t0)
     #expect(p.whileStopping(running: 3, now: t0) == .handBack)
+  }
+
+  // The start-up and the stop, in every order.
+
+  func fresh(grace: Double = 10) -> ProducerPacing {
+    ProducerPacing(
+      .init(
+        concurrency: 2, leaseBatch: 2, drain: false, pollInterval: .seconds(1), shutdownGrace: .seconds(grace)
+      ))
+  }
+
+  @Test func nothingIsLeasedBeforeTheStartUpEnds() {
+    var p = fresh()
+    #expect(p.phase == .startingUp)
+    #expect(p.next(running: 0, aside: 0, now: t0) == .awaitStartUp)
+    #expect(p.next(running: 0, aside: 0, now: t0 + .seconds(30)) == .awaitStartUp)
+    p.startUpEnded(started: true, now: t0 + .seconds(30))
+    #expect(p.phase == .producing)
+    #expect(p.next(running: 0, aside: 0, now: t0 + .seconds(30)) == .lease(limit: 2))
+  }
+
+  @Test func aStartUpGivenUpStopsWithNothingToHandBack() {
+    var p = fresh()
+    p.startUpEnded(started: false, now: t0)
+    #expect(p.phase == .stopping)
+    #expect(p.next(running: 0, aside: 0, now: t0) == .stop)
+    #expect(p.whileStopping(running: 0, now: t0) == .handBack)
+  }
+
+  @Test func aStopDuringTheStartUpIsNotUndoneByTheStartUpEnding() {
+    var p = fresh()
+    p.stopRequested(now: t0)
+    // The start-up finished anyway (the keeper's announcement was already under way): still stopping.
+    p.startUpEnded(started: true, now: t0 + .milliseconds(5))
+    #expect(p.phase == .stopping)
+    #expect(p.next(running: 0, aside: 0, now: t0 + .milliseconds(5)) == .stop)
+  }
+
+  @Test func noLeaseAfterAStopWhateverTheSlots() {
+    var p = fresh()
+    p.startUpEnded(started: true, now: t0)
+    #expect(p.next(running: 0, aside: 0, now: t0) == .lease(limit: 2))
+    // The lease answered after the stop was requested: its jobs run, but nothing more is leased.
+    p.stopRequested(now: t0 + .milliseconds(1))
+    #expect(p.leased(count: 2, wanted: 2, running: 2) == .proceed)
+    for running in 0...3 {
+      #expect(p.next(running: running, aside: 0, now: t0 + .milliseconds(2)) == .stop)
+    }
+    #expect(p.whileStopping(running: 2, now: t0 + .seconds(1)) == .waitForJobs(.milliseconds(9_001)))
+  }
+
+  @Test func theGraceCountsFromTheFirstRequestEvenDuringTheStartUp() {
+    var p = fresh(grace: 3)
+    p.stopRequested(now: t0)
+    p.startUpEnded(started: false, now: t0 + .seconds(2))
+    #expect(p.whileStopping(running: 1, now: t0 + .seconds(2)) == .waitForJobs(.seconds(1)))
+  }
+}
+
+/// The keeper's start-up: the endpoint, the database, the first rescue, and a stop at each point.
+@Suite struct KeeperStartUpTests {
+  typealias StartUp = KeeperSchedule.StartUp
+
+  @Test func theEndpointFirstThenTheDatabaseThenOneRescue() {
+    var s = StartUp()
+    #expect(s.next(endpointListening: false, stopping: false) == .waitForEndpoint(.milliseconds(20)))
+    #expect(s.phase == .awaitingEndpoint)
+    #expect(s.next(endpointListening: true, stopping: false) == .announce)
+    s.announced()
+    #expect(s.next(endpointListening: true, stopping: false) == .rescue)
+    #expect(s.rescued(stopping: false) == .start)
+    #expect(s.phase == .started)
+    // Started is final.
+    #expect(s.next(endpointListening: true, stopping: true) == .start)
+  }
+
+  @Test func anAwayDatabaseIsTriedAgainWithBackoffForAsLongAsItTakes() {
+    var s = StartUp()
+    #expect(s.next(endpointListening: true, stopping: false) == .announce)
+    #expect(s.announceFailed() == .waitToRetry(.milliseconds(500)))
+    #expect(s.next(endpointListening: true, stopping: false) == .announce)
+    #expect(s.announceFailed() == .waitToRetry(.seconds(1)))
+    for _ in 0..<20 { _ = s.announceFailed() }
+    #expect(s.announceFailed() == .waitToRetry(.seconds(10)))
+    #expect(s.failures == 23)
+    s.announced()
+    #expect(s.next(endpointListening: true, stopping: false) == .rescue)
+  }
+
+  /// Drives a start-up to one of its points, then stops it there.
+  func stopped(at point: Int) -> (StartUp, StartUp.Action) {
+    var s = StartUp()
+    _ = s.next(endpointListening: point > 0, stopping: false)
+    let action: StartUp.Action
+    switch point {
+    case 0:  // waiting for the endpoint
+      action = s.next(endpointListening: false, stopping: true)
+    case 1:  // waiting to retry after a failed try
+      _ = s.announceFailed()
+      action = s.next(endpointListening: true, stopping: true)
+    case 2:  // just announced
+      s.announced()
+      action = s.next(endpointListening: true, stopping: true)
+    default:  // the stop came during the first rescue
+      s.announced()
+      #expect(s.next(endpointListening: true, stopping: false) == .rescue)
+      action = s.rescued(stopping: true)
+    }
+    return (s, action)
+  }
+
+  @Test(arguments: [(0, false), (1, false), (2, true), (3, true)])
+  func aStopAtAnyPointAbandonsAndWithdrawsOnlyWhatWasAnnounced(point: Int, withdraws: Bool) {
+    var (s, action) = stopped(at: point)
+    #expect(action == .abandon(withdraw: withdraws))
+    #expect(s.phase == .abandoned)
+    // Abandoned is final: nothing after it starts the worker, whatever is reported.
+    #expect(s.next(endpointListening: true, stopping: false) == .abandon(withdraw: withdraws))
+    #expect(s.rescued(stopping: false) == .abandon(withdraw: withdraws))
   }
 }
 

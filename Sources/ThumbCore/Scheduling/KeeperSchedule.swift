@@ -68,6 +68,96 @@ public struct KeeperSchedule: Sendable {
   }
 }
 
+extension KeeperSchedule {
+  /// The keeper's start-up as values: the HTTP endpoint listening first (a worker that cannot serve its
+  /// probes stops before it touches the database), then the database reached and the worker announced
+  /// (retried with backoff for as long as it takes), then one rescue, then started. A stop may come at
+  /// any of these points, and always ends the start-up the same way: no `started`, the registration
+  /// withdrawn if it was made, the producer told the start-up was given up.
+  public struct StartUp: Sendable {
+    public enum Phase: Equatable, Sendable {
+      case awaitingEndpoint
+      case reachingDatabase
+      case rescuing
+      case started
+      case abandoned
+    }
+
+    public enum Action: Equatable, Sendable {
+      /// Look at the endpoint again after this long.
+      case waitForEndpoint(Duration)
+      /// Check the schema and announce the worker; report `announced` or `announceFailed`.
+      case announce
+      /// Wait this long (a stop ends the wait early), then ask `next` again.
+      case waitToRetry(Duration)
+      /// Requeue expired leases once before leasing; report `rescued`.
+      case rescue
+      /// Tell the producer it may lease; the keeper's rounds begin.
+      case start
+      /// Stopped during the start-up: withdraw the registration if `withdraw`, tell the producer, and
+      /// wait for the keeper's turn in the group's stop.
+      case abandon(withdraw: Bool)
+    }
+
+    public private(set) var phase = Phase.awaitingEndpoint
+    /// Failed tries to reach the database so far.
+    public private(set) var failures = 0
+    private var isAnnounced = false
+    public let backoff: Backoff
+    /// How often the endpoint is looked at while it is not listening yet.
+    public let endpointPoll: Duration
+
+    public init(backoff: Backoff = Backoff(), endpointPoll: Duration = .milliseconds(20)) {
+      self.backoff = backoff
+      self.endpointPoll = endpointPoll
+    }
+
+    /// What to do now. `stopping`: a stop was requested, or the keeper's turn to stop came.
+    public mutating func next(endpointListening: Bool, stopping: Bool) -> Action {
+      switch phase {
+      case .started: return .start
+      case .abandoned: return .abandon(withdraw: isAnnounced)
+      default: break
+      }
+      if stopping {
+        phase = .abandoned
+        return .abandon(withdraw: isAnnounced)
+      }
+      if phase == .awaitingEndpoint {
+        guard endpointListening else { return .waitForEndpoint(endpointPoll) }
+        phase = .reachingDatabase
+      }
+      if phase == .reachingDatabase {
+        guard isAnnounced else { return .announce }
+        phase = .rescuing
+      }
+      return .rescue
+    }
+
+    /// The worker's registration was written.
+    public mutating func announced() {
+      isAnnounced = true
+    }
+
+    /// The database did not answer, or cannot take this worker yet: wait, then try again.
+    public mutating func announceFailed() -> Action {
+      failures += 1
+      return .waitToRetry(backoff.delay(afterFailures: failures))
+    }
+
+    /// The first rescue ran (whatever it found): the next `next` starts the worker, unless a stop came.
+    public mutating func rescued(stopping: Bool) -> Action {
+      guard phase == .rescuing else { return next(endpointListening: true, stopping: stopping) }
+      if stopping {
+        phase = .abandoned
+        return .abandon(withdraw: isAnnounced)
+      }
+      phase = .started
+      return .start
+    }
+  }
+}
+
 /// Waits between tries to reach a service that is away: doubling from `first` up to `cap`.
 public struct Backoff: Sendable, Equatable {
   public var first: Duration

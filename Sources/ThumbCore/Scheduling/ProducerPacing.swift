@@ -1,8 +1,12 @@
-/// The producer's decisions as values: when to lease and how many, how long to wait, when a draining
-/// worker is done, and how a stop ends. The Worker's producer performs what it returns (a lease
-/// statement, a wait on its wake signal, a rescue, a hand-back); the clock comes in as instants, so
-/// every rule here is unit-tested without a database or real time (after postgres-nio's
-/// `PoolStateMachine`).
+/// The producer's decisions as values: when it may start, when to lease and how many, how long to wait,
+/// when a draining worker is done, and how a stop ends. The Worker's producer performs what it returns
+/// (a wait for the start-up, a lease statement, a wait on its wake signal, a rescue, a hand-back); the
+/// clock comes in as instants, so every rule here is unit-tested without a database or real time (after
+/// postgres-nio's `PoolStateMachine`).
+///
+/// Its life: starting up (nothing is leased until the keeper has announced the worker and the storage
+/// took a write) → producing → stopping (no lease after the stop request; running jobs get the grace,
+/// then what still runs is handed back). A stop may come in any phase, the start-up included.
 public struct ProducerPacing: Sendable {
   public struct Settings: Sendable {
     public var concurrency: Int
@@ -33,6 +37,10 @@ public struct ProducerPacing: Sendable {
   }
 
   public enum Action: Equatable, Sendable {
+    /// The start-up has not ended: wait for it, then report `startUpEnded`.
+    case awaitStartUp
+    /// A stop was requested (or the start-up was given up): lease no more, and ask `whileStopping`.
+    case stop
     /// Run one lease statement for at most this many jobs, then report `leased` or `leaseFailed`.
     case lease(limit: Int)
     /// Sleep until woken (a notification, a finished job, a stop) or this long, then ask `next`.
@@ -53,7 +61,14 @@ public struct ProducerPacing: Sendable {
     case handBack
   }
 
+  public enum Phase: Equatable, Sendable {
+    case startingUp
+    case producing
+    case stopping
+  }
+
   public let settings: Settings
+  public private(set) var phase = Phase.startingUp
   /// Since when a slot has been free while too few were free to lease (the settle rule).
   private var freeSince: ContinuousClock.Instant?
   private var failures = 0
@@ -66,6 +81,11 @@ public struct ProducerPacing: Sendable {
   /// What to do now, with `running` jobs in this process of which `aside` stand aside (waiting for memory
   /// or a shared decode, their slot given to another job; at most one extra job per slot).
   public mutating func next(running: Int, aside: Int, now: ContinuousClock.Instant) -> Action {
+    switch phase {
+    case .startingUp: return .awaitStartUp
+    case .stopping: return .stop
+    case .producing: break
+    }
     let busy = running - min(aside, settings.concurrency)
     let free = settings.concurrency + settings.ahead - busy
     guard free > 0 else {
@@ -106,8 +126,20 @@ public struct ProducerPacing: Sendable {
     count > 0 ? .proceed : .finish
   }
 
+  /// The start-up ended: `started` (the worker is announced and its storage writable), or given up (a
+  /// stop came first), which stops the producer before it leased anything.
+  public mutating func startUpEnded(started: Bool, now: ContinuousClock.Instant) {
+    guard phase == .startingUp else { return }
+    if started {
+      phase = .producing
+    } else {
+      stopRequested(now: now)
+    }
+  }
+
   /// A stop was requested: leasing ends, running jobs get `shutdownGrace` from `now`.
   public mutating func stopRequested(now: ContinuousClock.Instant) {
+    phase = .stopping
     if stopDeadline == nil { stopDeadline = now + settings.shutdownGrace }
   }
 

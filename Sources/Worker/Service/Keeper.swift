@@ -14,6 +14,7 @@ struct Keeper: Service, WithServiceContext {
   let queue: JobQueue
   let context: ServiceContext
   let record: WorkerRecord
+  let activity: ServiceActivity.Reporter
 
   func run() async throws {
     let wake = WakeSignal()
@@ -22,6 +23,7 @@ struct Keeper: Service, WithServiceContext {
     await withGracefulShutdownHandler {
       guard await start(wake: wake, ending: ending) else {
         // A service may end only in its turn of the group's stop: wait for it.
+        activity.awaiting("its turn to stop (the start-up was given up)")
         await ending.value
         return
       }
@@ -31,10 +33,18 @@ struct Keeper: Service, WithServiceContext {
           sampleSeconds: config.queueSampleInterval), start: .now)
       while !ending.isResolved {
         readiness.keeperRound()
-        for task in schedule.due(now: .now, stopping: shutdown.isRequested) { await perform(task) }
-        let sleep = ContinuousClock.now.duration(to: schedule.nextWake(stopping: shutdown.isRequested))
+        for task in schedule.due(now: .now, stopping: shutdown.isRequested) {
+          activity.awaiting("its \(task.rawValue) statement")
+          await perform(task)
+        }
+        let next = schedule.nextWake(stopping: shutdown.isRequested)
+        let sleep = ContinuousClock.now.duration(to: next)
+        activity.awaiting(
+          shutdown.isRequested
+            ? "its turn to stop (heartbeating meanwhile)" : "its next round in \(sleep.inSeconds) s")
         await wake.wait(timeout: sleep.inSeconds)
       }
+      activity.awaiting("the withdrawal of its registry row")
       do {
         try await queue.withdraw(workerID: config.workerID)
       } catch {
@@ -46,69 +56,98 @@ struct Keeper: Service, WithServiceContext {
     }
   }
 
-  /// Announces the worker, retrying with backoff until the database answers (a worker started before
-  /// its database waits for it, it never exits for it), then rescues expired leases. False when the
-  /// group stopped first.
+  /// Performs the start-up (`KeeperSchedule.StartUp`): the endpoint, the database with backoff for as
+  /// long as it takes (a worker started before its database waits for it, it never exits for it), the
+  /// first rescue. True once started; false when a stop came first (nothing was leased; a registration
+  /// just made is taken back).
   private func start(wake: WakeSignal, ending: OneShot<Void>) async -> Bool {
-    // The HTTP endpoint first: a worker that cannot serve its probes stops before it announces itself.
-    while !ending.isResolved && !shutdown.isRequested && !readiness.isEndpointListening {
-      await wake.wait(timeout: 0.02)
-    }
-    let backoff = Backoff()
-    var failures = 0
-    var announced = false
-    while !ending.isResolved && !shutdown.isRequested {
-      readiness.keeperRound()
-      // The schema first: a worker newer than its database's schema would fail every job it leased.
-      // `problem` says why the database, although it answers, cannot take this worker yet.
-      var problem: String?
-      var failure: PostgresError?
-      do {
-        let newest = try await readiness.observe { () throws(PostgresError) in
-          try await queue.schemaVersion()
+    var startUp = KeeperSchedule.StartUp()
+    var action = startUp.next(endpointListening: readiness.isEndpointListening, stopping: false)
+    while true {
+      let stopping = { ending.isResolved || shutdown.isRequested }
+      switch action {
+      case .waitForEndpoint(let poll):
+        activity.awaiting("the HTTP endpoint to listen")
+        await wake.wait(timeout: poll.inSeconds)
+        action = startUp.next(endpointListening: readiness.isEndpointListening, stopping: stopping())
+      case .announce:
+        readiness.keeperRound()
+        activity.awaiting("the database: schema check and announcement (try \(startUp.failures + 1))")
+        if let problem = await announce() {
+          action = startUp.announceFailed()
+          logAnnounceFailure(problem, tries: startUp.failures, action: action)
+        } else {
+          startUp.announced()
+          action = startUp.next(endpointListening: true, stopping: stopping())
         }
-        problem = SchemaRequirement.problem(newestApplied: newest)
-        if problem == nil {
-          try await readiness.observe { () throws(PostgresError) in
-            try await queue.announce(record, counters: metrics.counters, stopping: false)
-          }
-          announced = true
-          break
+      case .waitToRetry(let delay):
+        activity.awaiting("the next try to reach the database")
+        await wake.wait(timeout: delay.inSeconds)
+        action = startUp.next(endpointListening: true, stopping: stopping())
+      case .rescue:
+        if startUp.failures > 0 {
+          logger.notice("database reached", metadata: ["tries": "\(startUp.failures + 1)"])
         }
-      } catch {
-        failure = error
-        problem = SchemaRequirement.problem(error)
+        activity.awaiting("the first rescue of expired leases")
+        await rescue()
+        action = startUp.rescued(stopping: stopping())
+      case .start:
+        readiness.started()
+        logger.info(
+          "worker started",
+          metadata: [
+            "worker.id": "\(config.workerID)", "worker.concurrency": "\(config.concurrency)",
+            "worker.lease_batch": "\(config.effectiveLeaseBatch)", "worker.drain": "\(config.drain)",
+          ])
+        return true
+      case .abandon(let withdraw):
+        if withdraw {
+          activity.awaiting("the withdrawal of the registration it just made")
+          try? await queue.withdraw(workerID: config.workerID)
+        }
+        readiness.abandoned()
+        return false
       }
-      failures += 1
-      let delay = backoff.delay(afterFailures: failures)
-      var metadata: Logger.Metadata = ["try": "\(failures)", "retry.after_seconds": "\(delay.inSeconds)"]
-      if let problem {
-        // An operator's fix: an error line each time. The worker stays unready, checks again, and
-        // starts by itself once the database is fixed.
-        metadata["problem"] = "\(problem)"
-        logger.error("database not ready for this worker, will retry", metadata: metadata)
-      } else {
-        metadata["error"] = "\(failure.map { "\($0)" } ?? "")"
-        logger.warning("database unreachable, will retry", metadata: metadata)
+    }
+  }
+
+  /// One try: the schema first (a worker newer than its database's schema would fail every job it
+  /// leased), then the announcement. Nil when announced; otherwise what stands in the way.
+  private func announce() async -> AnnounceProblem? {
+    do {
+      let newest = try await readiness.observe { () throws(PostgresError) in try await queue.schemaVersion() }
+      if let problem = SchemaRequirement.problem(newestApplied: newest) { return .schema(problem) }
+      try await readiness.observe { () throws(PostgresError) in
+        try await queue.announce(record, counters: metrics.counters, stopping: false)
       }
-      await wake.wait(timeout: delay.inSeconds)
+      return nil
+    } catch {
+      if let problem = SchemaRequirement.problem(error) { return .schema(problem) }
+      return .unreachable(error)
     }
-    // Stopped during the start-up: nothing was leased; a registration just made is taken back.
-    guard announced && !ending.isResolved && !shutdown.isRequested else {
-      if announced { try? await queue.withdraw(workerID: config.workerID) }
-      readiness.abandoned()
-      return false
+  }
+
+  private enum AnnounceProblem {
+    /// The database answers but cannot take this worker yet (an operator's fix).
+    case schema(String)
+    case unreachable(PostgresError)
+  }
+
+  private func logAnnounceFailure(
+    _ problem: AnnounceProblem, tries: Int, action: KeeperSchedule.StartUp.Action
+  ) {
+    guard case .waitToRetry(let delay) = action else { return }
+    var metadata: Logger.Metadata = ["try": "\(tries)", "retry.after_seconds": "\(delay.inSeconds)"]
+    switch problem {
+    case .schema(let problem):
+      // An error line each time. The worker stays unready, checks again, and starts by itself once the
+      // database is fixed.
+      metadata["problem"] = "\(problem)"
+      logger.error("database not ready for this worker, will retry", metadata: metadata)
+    case .unreachable(let error):
+      metadata["error"] = "\(error)"
+      logger.warning("database unreachable, will retry", metadata: metadata)
     }
-    if failures > 0 { logger.notice("database reached", metadata: ["tries": "\(failures + 1)"]) }
-    await rescue()
-    readiness.started()
-    logger.info(
-      "worker started",
-      metadata: [
-        "worker.id": "\(config.workerID)", "worker.concurrency": "\(config.concurrency)",
-        "worker.lease_batch": "\(config.effectiveLeaseBatch)", "worker.drain": "\(config.drain)",
-      ])
-    return true
   }
 
   private func perform(_ task: KeeperSchedule.Task) async {

@@ -11,6 +11,7 @@ import ThumbCore
 struct Producer: Service, WithServiceContext {
   let queue: JobQueue
   let context: ServiceContext
+  let activity: ServiceActivity.Reporter
 
   func run() async throws {
     let wake = runner.wake
@@ -18,12 +19,11 @@ struct Producer: Service, WithServiceContext {
     await withGracefulShutdownHandler {
       await produce()
     } onGracefulShutdown: {
-      shutdown.request()
+      shutdown.request(reason: "the service group is stopping")
     }
   }
 
   private func produce() async {
-    guard await readiness.waitUntilStarted() else { return }
     var settings = ProducerPacing.Settings(
       concurrency: config.concurrency, leaseBatch: config.effectiveLeaseBatch, drain: config.drain,
       pollInterval: .seconds(config.pollInterval), shutdownGrace: .seconds(config.shutdownGrace))
@@ -31,15 +31,23 @@ struct Producer: Service, WithServiceContext {
     var pacing = ProducerPacing(settings)
     await withDiscardingTaskGroup { group in
       var action = ProducerPacing.Action.proceed
-      while !shutdown.isRequested {
+      produce: while true {
+        // The stop flag is read before every decision: after it, the pacing leases nothing more.
+        if shutdown.isRequested { pacing.stopRequested(now: .now) }
         switch action {
         case .proceed:
           // Jobs whose outcome is being written need no slot: lease for them now (JobRunner.finishing).
           action = pacing.next(running: runner.running - runner.finishing, aside: runner.aside, now: .now)
+        case .awaitStartUp:
+          activity.awaiting("the start-up: the database reached and the storage checked")
+          pacing.startUpEnded(started: await readiness.waitUntilStarted(), now: .now)
+          action = .proceed
         case .wait(let duration):
+          activity.awaiting("a wake-up or \(duration.inSeconds) s (\(runner.running) jobs running)")
           await runner.wake.wait(timeout: duration.inSeconds)
           action = .proceed
         case .lease(let limit):
+          activity.awaiting("a lease statement for \(limit) jobs")
           do {
             let jobs = try await readiness.observe { () throws(PostgresError) in
               try await queue.lease(
@@ -57,29 +65,35 @@ struct Producer: Service, WithServiceContext {
           }
         case .rescue:
           // Nothing due here. Jobs of dead workers may be waiting out their lease: rescue, then look again.
+          activity.awaiting("a rescue statement (draining)")
           let rescued = (try? await queue.rescueExpired()) ?? []
           action = pacing.rescued(count: rescued.count)
         case .finish:
           logger.info("drained: no job is due and none runs here")
-          return
+          pacing.stopRequested(now: .now)
+          break produce
+        case .stop:
+          break produce
         }
       }
       await stopGracefully(&pacing)
+      activity.awaiting("the last outcomes of \(runner.running) jobs to be written")
     }
   }
 
   /// After a stop request: running jobs get `shutdownGrace` to finish; the rest are handed back.
   private func stopGracefully(_ pacing: inout ProducerPacing) async {
     readiness.stopping()
-    pacing.stopRequested(now: .now)
     if runner.running > 0 {
       logger.notice(
         "stopping: waiting for running jobs",
         metadata: ["jobs.running": "\(runner.running)", "grace_seconds": "\(config.shutdownGrace)"])
     }
     while case .waitForJobs(let duration) = pacing.whileStopping(running: runner.running, now: .now) {
+      activity.awaiting("\(runner.running) running jobs to finish within the grace")
       await runner.wake.wait(timeout: duration.inSeconds)
     }
+    activity.awaiting("the hand-back of the jobs still running")
     await runner.handBackAll()
   }
 }

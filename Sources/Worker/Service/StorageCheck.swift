@@ -11,6 +11,7 @@ struct StorageCheck: Service {
   let store: any ThumbnailStore
   let readiness: Readiness
   let logger: Logger
+  let activity: ServiceActivity.Reporter
 
   /// Checks until the storage takes the write, then stays until the group stops: a service that ended
   /// by itself while the group was stopping would make the group cancel the others instead of stopping
@@ -23,6 +24,7 @@ struct StorageCheck: Service {
     } catch {
       return  // a stop came first
     }
+    activity.awaiting("its turn to stop")
     try? await gracefulShutdown()
   }
 
@@ -31,6 +33,7 @@ struct StorageCheck: Service {
     var failures = 0
     while true {
       try Task.checkCancellation()
+      activity.awaiting("the storage's answer to its write check (try \(failures + 1))")
       let failure: JobError
       do throws(JobError) {
         try await store.check()
@@ -49,6 +52,7 @@ struct StorageCheck: Service {
           "storage": "\(store.identity)", "error": "\(failure.message)", "try": "\(failures)",
           "retry.after_seconds": "\(delay.inSeconds)",
         ])
+      activity.awaiting("the next storage check")
       try await Task.sleep(for: delay)
     }
   }

@@ -8,11 +8,14 @@ import Transport
 struct ListenerService: Service {
   let listener: NotificationListener
   let pool: BlockingPool
+  let activity: ServiceActivity.Reporter
 
   func run() async throws {
     listener.start()
+    activity.awaiting("its turn to stop (listening)")
     try? await gracefulShutdown()
     // stop() joins the listener's thread (at once: a pipe wakes its poll): a blocking call, on the pool.
+    activity.awaiting("the LISTEN thread to end")
     await pool.run { listener.stop() }
   }
 }
@@ -21,9 +24,12 @@ struct ListenerService: Service {
 /// start a transfer any more.
 struct TransferThreadService: Service {
   let multi: CurlMulti
+  let activity: ServiceActivity.Reporter
 
   func run() async throws {
+    activity.awaiting("its turn to stop (transferring)")
     try? await gracefulShutdown()
+    activity.awaiting("the transfer thread to end")
     await multi.shutdown()
   }
 }

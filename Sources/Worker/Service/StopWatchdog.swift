@@ -1,0 +1,96 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+import ThumbCore
+
+/// The last line of defence of a graceful stop: armed when the stop begins (a stop request, or a service
+/// that ended by itself), it waits out the shutdown grace plus a margin on a dispatch timer, outside
+/// Swift's task pool. If the worker has not finished stopping by then, it logs every service still
+/// running with what each awaits and since when, and ends the process with exit code 70. A worker never
+/// hangs in its stop; its leases expire and its jobs are rescued, as after a kill.
+final class StopWatchdog: Sendable {
+  /// EX_SOFTWARE: the stop overran; docs/operations.md tells what to do with the log lines before it.
+  static let exitCode: Int32 = 70
+  /// Beyond the grace: the hand-back write, the registry withdrawal and closing the connections. The
+  /// deploy files leave as much between the grace and their kill (deploy/k8s, deploy/systemd).
+  static let defaultMargin: Duration = .seconds(15)
+
+  private enum State {
+    case idle
+    case armed(generation: Int)
+    case disarmed
+  }
+
+  private let state = Mutex((state: State.idle, generation: 0))
+  private let limit: Duration
+  private let activity: ServiceActivity
+  private let logger: Logger
+  private let terminate: @Sendable (Int32) -> Void
+
+  /// `terminate` ends the process (tests pass one that records the call instead).
+  init(
+    grace: Duration, margin: Duration = defaultMargin, activity: ServiceActivity, logger: Logger,
+    terminate: @escaping @Sendable (Int32) -> Void = StopWatchdog.exitNow
+  ) {
+    self.limit = grace + margin
+    self.activity = activity
+    self.logger = logger
+    self.terminate = terminate
+  }
+
+  /// Starts the countdown, once: later calls keep the first deadline.
+  func arm(because reason: String) {
+    let generation = state.withLock { current -> Int? in
+      guard case .idle = current.state else { return nil }
+      current.generation += 1
+      current.state = .armed(generation: current.generation)
+      return current.generation
+    }
+    guard let generation else { return }
+    logger.debug(
+      "stop watchdog armed", metadata: ["reason": "\(reason)", "limit_seconds": "\(limit.inSeconds)"])
+    let nanoseconds = Int(limit.inSeconds * 1e9)
+    DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+      expire(generation)
+    }
+  }
+
+  /// The stop finished in time.
+  func disarm() {
+    state.withLock { $0.state = .disarmed }
+  }
+
+  private func expire(_ generation: Int) {
+    let due = state.withLock { current -> Bool in
+      guard case .armed(let armed) = current.state, armed == generation else { return false }
+      current.state = .disarmed
+      return true
+    }
+    guard due else { return }
+    let stuck = activity.unfinished
+    logger.critical(
+      "graceful stop overran the shutdown grace plus its margin: exiting",
+      metadata: [
+        "limit_seconds": "\(limit.inSeconds)", "exit_code": "\(Self.exitCode)",
+        "services.running": "\(stuck.map(\.name).joined(separator: ","))",
+      ])
+    for (name, entry) in stuck {
+      logger.critical(
+        "service still running",
+        metadata: [
+          "service": "\(name)", "service.asked_to_stop": "\(entry.stopAsked)",
+          "awaiting": "\(entry.awaiting)",
+          "awaiting.seconds": "\(String(format: "%.1f", entry.since.duration(to: .now).inSeconds))",
+        ])
+    }
+    terminate(Self.exitCode)
+  }
+
+  /// Flushes what was logged and exits without running atexit handlers, which could wait on the very
+  /// thing that is stuck.
+  static func exitNow(_ code: Int32) {
+    fflush(nil)
+    _exit(code)
+  }
+}
