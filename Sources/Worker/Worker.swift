@@ -146,8 +146,9 @@ public final class Worker: Sendable {
     add("transfers") { TransferThreadService(multi: multi, activity: $0) }
     if let address = config.httpAddress {
       readiness.expectEndpoint()
-      add("http") { _ in
-        HTTPEndpoint.make(
+      add("http") { activity in
+        activity.awaiting("its turn to stop (serving probes and metrics)")
+        return HTTPEndpoint.make(
           address: address, readiness: readiness, registry: registry,
           beforeScrape: { [metrics, memory] in
             metrics.live(memoryInUse: memory.inUse, jobsRunning: runner.running)

@@ -84,6 +84,7 @@ struct StopTests {
     #expect(took >= .seconds(15) && took < .seconds(25), "stopped after \(took)")
     let log = worker.log
     #expect(log.contains("graceful stop overran the shutdown grace plus its margin"), "log:\n\(log)")
+    #expect(log.contains("services.holding_the_stop=producer "), "log:\n\(log)")
     let producer = try #require(
       log.split(separator: "\n").first {
         $0.contains("service still running") && $0.contains("service=producer")

@@ -26,9 +26,12 @@ final class ServiceActivity: Sendable {
 
   init() {}
 
+  /// The service's reporter. Services are listed in the order of their last call here: the worker asks
+  /// once more for each as it adds it to the group, so the list follows the group's order.
   func reporter(for name: String) -> Reporter {
     entries.withLock { entries in
-      if !entries.contains(where: { $0.name == name }) { entries.append((name, Entry(since: .now))) }
+      let entry = entries.firstIndex { $0.name == name }.map { entries.remove(at: $0).entry }
+      entries.append((name, entry ?? Entry(since: .now)))
     }
     return Reporter(name: name, activity: self)
   }

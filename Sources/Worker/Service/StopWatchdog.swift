@@ -69,11 +69,15 @@ final class StopWatchdog: Sendable {
     }
     guard due else { return }
     let stuck = activity.unfinished
+    // The group asks one service at a time, in reverse order: the one asked and still running held
+    // the stop up; the others wait for their turn.
+    let holding = stuck.filter { $0.entry.stopAsked }.map(\.name)
     logger.critical(
       "graceful stop overran the shutdown grace plus its margin: exiting",
       metadata: [
         "limit_seconds": "\(limit.inSeconds)", "exit_code": "\(Self.exitCode)",
         "services.running": "\(stuck.map(\.name).joined(separator: ","))",
+        "services.holding_the_stop": "\(holding.joined(separator: ","))",
       ])
     for (name, entry) in stuck {
       logger.critical(
