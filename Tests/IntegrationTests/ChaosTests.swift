@@ -4,8 +4,8 @@ import Testing
 
 /// The short `make chaos`: scripts/chaos.py runs 4 workers, each in a network namespace of its own,
 /// through SIGKILLs, a SIGSTOP past the lease, a cut link, a slow and lossy link, a PostgreSQL restart
-/// and a 15 s PostgreSQL outage, then checks every invariant (docs/reliability.md). The long runs are
-/// `make chaos`.
+/// and a 15 s PostgreSQL outage, and a SIGTERM to the fleet a moment after one worker restarted; then
+/// checks every invariant (docs/reliability.md). The long runs are `make chaos`.
 @Suite(
   .serialized,
   .enabled(if: getuid() == 0, "network namespaces need root"),
