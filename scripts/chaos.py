@@ -19,7 +19,8 @@ that work continues through every fault. While they run, the driver:
   - shapes another worker's link (tbf rate limit) and drops a share of its packets (iptables): this
     kernel has no netem (`tc qdisc ... netem` answers "Specified qdisc kind is unknown");
   - restarts PostgreSQL once, and stops it for 15 s once;
-  - at the end, SIGKILLs one worker and starts it again a moment before every worker gets SIGTERM.
+  - at the end, SIGKILLs one worker and starts it again, and sends every worker SIGTERM a moment
+    (0-1.5 s, by seed) after the new one has taken SIGTERM over.
 
 At the end every worker gets SIGTERM, and the driver prints each invariant with its figure:
 
@@ -331,7 +332,8 @@ def main():
     parser.add_argument("--budget", default="192MiB")
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--restart-stop-delay", type=float, default=None,
-                        help="seconds between the last restart and the final SIGTERM (default: 0.3-1.8 s, by seed)")
+                        help="seconds between the restarted worker owning SIGTERM and the final SIGTERM "
+                             "(default: 0-1.5 s, by seed)")
     parser.add_argument("--json")
     parser.add_argument("--keep", help="keep the run's folder (logs) here instead of deleting it")
     args = parser.parse_args()
@@ -341,7 +343,7 @@ def main():
         sys.exit("chaos: --workers must be at least 4 (one frozen, one cut, one degraded, one killed)")
     args.thumbd = os.path.abspath(args.thumbd)
     if args.restart_stop_delay is None:
-        args.restart_stop_delay = random.Random(args.seed + 2).uniform(0.3, 1.8)
+        args.restart_stop_delay = random.Random(args.seed + 2).choice([0, random.Random(args.seed).uniform(0, 1.5)])
     photos = [f for f in os.listdir(args.photos) if f.lower().endswith((".jpg", ".jpeg"))]
     if not photos:
         sys.exit(f"chaos: no JPEG photos in {args.photos}")
@@ -462,9 +464,9 @@ def main():
         # rescue and housekeeping may still run, and the others stop at the same time.
         restarted = rng.choice(workers)
         log(f"SIGKILL worker {restarted.index}, start it again, and SIGTERM every worker "
-            f"{args.restart_stop_delay:.1f} s after")
+            f"{args.restart_stop_delay:.2f} s after it owns SIGTERM")
         restarted.kill_and_restart()
-        faults["sigterm_after_restart"] = 1
+        faults["sigterm_after_restart"] = 1 if wait_for_sigterm_handler(restarted.current["pid"]) else 0
         time.sleep(args.restart_stop_delay)
         for worker in workers:
             worker.signal(signal.SIGTERM)
@@ -503,6 +505,22 @@ def main():
         if args.keep:
             shutil.copytree(work, args.keep, dirs_exist_ok=True, symlinks=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def wait_for_sigterm_handler(pid, timeout=10):
+    """Waits until the process catches SIGTERM (SigCgt in /proc/PID/status): from then on a SIGTERM is
+    the worker's to handle; before, its default action ends a process that has read nothing yet."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/status") as status:
+                for line in status:
+                    if line.startswith("SigCgt:") and int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)):
+                        return True
+        except OSError:
+            return False
+        time.sleep(0.0005)
+    return False
 
 
 def wait_idle_rss(worker):
