@@ -238,12 +238,19 @@ def main():
         for process in busy:
             process.send_signal(signal.SIGTERM)
         busy_exits = [process.wait(timeout=GRACE + MARGIN + 10) for process in busy]
-        # Nothing lost: the busy workers are gone; a drain worker finishes what is left.
-        drain = subprocess.run([args.thumbd, "worker", "--drain"], env=dict(fleet.env(), THUMBD_HTTP_ADDRESS="off"),
-                               capture_output=True, timeout=600)
-        left = fleet.db.sql("SELECT count(*) FILTER (WHERE state NOT IN ('succeeded', 'failed', 'cancelled') "
-                            "AND run_at <= now()), count(*) FILTER (WHERE attempts > max_attempts), count(*) "
-                            "FROM thumbs.jobs")[0]
+        # Nothing lost: the busy workers are gone; draining workers finish what is left. A killed
+        # predecessor's leases may still be live and backoffs may fall due meanwhile: drain again until
+        # nothing due is left (a drain leaves jobs whose lease has not expired, and jobs not yet due).
+        deadline = time.time() + 120
+        while True:
+            drain = subprocess.run([args.thumbd, "worker", "--drain"],
+                                   env=dict(fleet.env(), THUMBD_HTTP_ADDRESS="off"), capture_output=True, timeout=600)
+            left = fleet.db.sql("SELECT count(*) FILTER (WHERE state NOT IN ('succeeded', 'failed', 'cancelled') "
+                                "AND run_at <= now()), count(*) FILTER (WHERE attempts > max_attempts), count(*) "
+                                "FROM thumbs.jobs")[0]
+            if drain.returncode != 0 or int(left[0]) == 0 or time.time() > deadline:
+                break
+            time.sleep(1)
         times.sort()
         owning.sort()
         summary = {
