@@ -39,6 +39,38 @@ class SQLFileError(Exception):
     pass
 
 
+# PostgreSQL's text format to Swift: what a parameter takes and a row field holds (Queue's
+# PostgresTextValue conformances read and write them).
+SCALARS = {
+    "text": "String", "uuid": "String", "jsonb": "String", "json": "String", "timestamptz": "String",
+    "interval": "String", "bigint": "Int64", "int8": "Int64", "int": "Int", "integer": "Int",
+    "int4": "Int", "smallint": "Int", "float8": "Double", "double precision": "Double", "bool": "Bool",
+    "boolean": "Bool",
+}
+# Acronyms keep their case inside a Swift name (source_url -> sourceURL, job_ids -> jobIDs).
+ACRONYMS = {"id": "ID", "ids": "IDs", "url": "URL", "urls": "URLs", "ms": "MS", "sql": "SQL", "ttl": "TTL"}
+
+
+def swift_type(declared):
+    """`text` -> String, `bigint[]` -> [Int64], `text?` -> String?, `text?[]` -> [String?]; None: unknown."""
+    base, array = (declared[:-2], True) if declared.endswith("[]") else (declared, False)
+    optional = base.endswith("?")
+    scalar = SCALARS.get(base.rstrip("?"))
+    if scalar is None:
+        return None
+    element = scalar + ("?" if optional else "")
+    return f"[{element}]" if array else element
+
+
+def camel(name, upper_first=False):
+    parts = name.split("_")
+    words = [parts[0] if not upper_first else parts[0].capitalize()]
+    if upper_first and parts[0] in ACRONYMS:
+        words = [ACRONYMS[parts[0]]]
+    words += [ACRONYMS.get(part, part.capitalize()) for part in parts[1:]]
+    return "".join(words)
+
+
 class Statement:
     def __init__(self, name, description, parameters, columns, text):
         self.name = name
@@ -49,8 +81,8 @@ class Statement:
 
     @property
     def swift_name(self):
-        first, *rest = self.name.split("_")
-        return first + "".join(part.capitalize() for part in rest)
+        """The statement's Swift type: lease_jobs -> LeaseJobs."""
+        return camel(self.name, upper_first=True)
 
 
 def parse_fields(path, key, values):
@@ -67,6 +99,8 @@ def parse_fields(path, key, values):
         if len(parts) != 2:
             raise SQLFileError(f"{path}: `{key}:` entry {item!r} needs a name and a type")
         name, type_ = parts[0], " ".join(parts[1].split())
+        if swift_type(type_.replace("?", "")) is None and type_ != "void":
+            raise SQLFileError(f"{path}: `{key}:` type {type_!r} has no Swift type here (see SCALARS)")
         if not SNAKE.match(name):
             raise SQLFileError(f"{path}: `{key}:` name {name!r} is not snake_case")
         if name in (f[0] for f in fields):
@@ -159,12 +193,81 @@ def wrapped(prefix, items, suffix, indent):
     return out
 
 
+def packed(open_line, items, close_line, indent, trailing_comma=False):
+    """`open_line` + items joined on one line + `close_line` if that fits, else the items packed into
+    lines at `indent` + 2, between `open_line` and `close_line` on lines of their own (an array literal
+    broken over lines ends its last item with a comma, as swift-format writes it)."""
+    one_line = f"{open_line}{', '.join(items)}{close_line.strip()}"
+    if len(one_line) <= LINE_LENGTH:
+        return [one_line]
+    out = [open_line.rstrip()]
+    inner = " " * (indent + 2)
+    line = ""
+    for position, item in enumerate(items):
+        text = item + ("," if position < len(items) - 1 or trailing_comma else "")
+        candidate = f"{line} {text}" if line else f"{inner}{text}"
+        if line and len(candidate) > LINE_LENGTH:
+            out.append(line)
+            candidate = f"{inner}{text}"
+        line = candidate
+    out.append(line)
+    out.append(" " * indent + close_line.strip())
+    return out
+
+
+def field_type(type_):
+    return swift_type(type_)
+
+
+def encoded(name, type_):
+    """The Swift expression that puts a parameter into its text form (nil: SQL NULL)."""
+    swift = swift_type(type_)
+    if swift.startswith("["):
+        return f"PostgresArray.literal({name})"
+    if swift.endswith("?"):
+        return f"{name}?.postgresText"
+    return f"{name}.postgresText"
+
+
+def render_parameters(statement):
+    if not statement.parameters:
+        return ["    public typealias Parameters = NoParameters"]
+    fields = [(camel(n), swift_type(t), t) for n, t in statement.parameters]
+    out = ["    public struct Parameters: StatementParameters {"]
+    out += [f"      public var {name}: {swift}" for name, swift, _ in fields]
+    out.append("")
+    out += packed("      public init(", [f"{name}: {swift}" for name, swift, _ in fields], ") {", 6)
+    out += [f"        self.{name} = {name}" for name, _, _ in fields]
+    out.append("      }")
+    out.append("")
+    out.append("      public var values: [String?] {")
+    out += packed("        [", [encoded(name, t) for name, _, t in fields], "]", 8, trailing_comma=True)
+    out.append("      }")
+    out.append("    }")
+    return out
+
+
+def render_row(statement):
+    columns = [(n, t) for n, t in statement.columns if t != "void"]
+    if not columns:
+        return ["    public typealias Row = NoRow"]
+    out = ["    public struct Row: StatementRow, Equatable {"]
+    out += [f"      public var {camel(n)}: {swift_type(t)}" for n, t in columns]
+    out.append("")
+    out.append("      public init(_ row: ResultRow) throws(PostgresError) {")
+    out += [f"        {camel(n)} = try row.decode({swift_string(n)})" for n, _ in columns]
+    out.append("      }")
+    out.append("    }")
+    return out
+
+
 def render(statements):
     out = [
         "// Generated by scripts/gen-sql.py from Sources/Queue/SQL/*.sql: do not edit. Edit the .sql file",
         "// and run `make sql` (or scripts/gen-sql.py); SQLFilesTests fail while this file is stale.",
         "",
-        "/// Every statement thumbd runs, one per Sources/Queue/SQL/<name>.sql file.",
+        "/// Every statement thumbd runs, one per Sources/Queue/SQL/<name>.sql file: its text, what it takes",
+        "/// (`Parameters`, values in the order of `$1`, `$2`, ...) and what it returns (`Row`, read by name).",
         "public enum SQL {",
     ]
     for index, statement in enumerate(statements):
@@ -172,23 +275,30 @@ def render(statements):
             out.append("")
         for line in statement.description:
             out.append(f"  /// {line}".rstrip())
-        out.append(f"  public static let {statement.swift_name} = SQLStatement(")
-        out.append(f"    name: {swift_string(statement.name)},")
-        out.append('    text: #"""')
-        out.extend(f"      {line}" if line else "" for line in statement.text.split("\n"))
-        out.append('      """#,')
+        out.append(f"  public enum {statement.swift_name}: TypedStatement {{")
+        out.append("    public static let statement = SQLStatement(")
+        out.append(f"      name: {swift_string(statement.name)},")
+        out.append('      text: #"""')
+        out.extend(f"        {line}" if line else "" for line in statement.text.split("\n"))
+        out.append('        """#,')
         arrays = [
             ("parameters", [swift_string(n) for n, _ in statement.parameters]),
-            ("parameterTypes", [swift_string(t) for _, t in statement.parameters]),
+            ("parameterTypes", [swift_string(t.replace("?", "")) for _, t in statement.parameters]),
             ("columns", [swift_string(n) for n, _ in statement.columns]),
-            ("columnTypes", [swift_string(t) for _, t in statement.columns]),
+            ("columnTypes", [swift_string(t.replace("?", "")) for _, t in statement.columns]),
         ]
         for position, (label, items) in enumerate(arrays):
             suffix = ")" if position == len(arrays) - 1 else ","
-            out.extend(wrapped(f"    {label}: ", items, suffix, 4))
+            out.extend(wrapped(f"      {label}: ", items, suffix, 6))
+        out.append("")
+        out.extend(render_parameters(statement))
+        out.append("")
+        out.extend(render_row(statement))
+        out.append("  }")
     out.append("")
     out.append("  /// All of them, in file name order.")
-    out.extend(wrapped("  public static let all: [SQLStatement] = ", [s.swift_name for s in statements], "", 2))
+    out.extend(wrapped("  public static let all: [SQLStatement] = ",
+                       [f"{s.swift_name}.statement" for s in statements], "", 2))
     out.append("}")
     return "\n".join(out) + "\n"
 

@@ -55,13 +55,10 @@ extension JobQueue {
     -> Set<Int64>
   {
     if leases.isEmpty { return [] }
-    let result = try await client.prepared(
-      SQL.heartbeatJobs,
-      [
-        PostgresArray.literal(leases.map { Int($0.id) }), PostgresArray.literal(leases.map(\.token)),
-        String(leaseSeconds),
-      ])
-    return Set(try result.ids)
+    let rows = try await client.run(
+      SQL.HeartbeatJobs.self,
+      .init(ids: leases.map(\.id), tokens: leases.map(\.token), leaseSeconds: leaseSeconds), prepared: true)
+    return Set(rows.map(\.id))
   }
 
   /// Writes the outcomes of many jobs: at most three statements (successes with their variant rows,
@@ -93,20 +90,17 @@ extension JobQueue {
     _ batch: [(LeasedJob, JobResult)]
   ) async throws(PostgresError) -> Set<Int64> {
     let rows = batch.flatMap { job, result in result.variants.map { (job.id, $0) } }
-    let result = try await client.prepared(
-      SQL.completeJobs,
-      [
-        PostgresArray.literal(batch.map { Int($0.0.id) }),
-        PostgresArray.literal(batch.map { $0.0.leaseToken }),
-        PostgresArray.literal(rows.map { Int($0.0) }), PostgresArray.literal(rows.map(\.1.name)),
-        PostgresArray.literal(rows.map(\.1.width)), PostgresArray.literal(rows.map(\.1.height)),
-        PostgresArray.literal(rows.map(\.1.format)), PostgresArray.literal(rows.map(\.1.bytes)),
-        PostgresArray.literal(rows.map(\.1.storageKey)), PostgresArray.literal(batch.map { $0.1.thumbHash }),
-        PostgresArray.literal(batch.map { $0.1.renderKey }),
-        PostgresArray.literal(batch.map { $0.1.reusedFrom.map { String($0) } }),
-        PostgresArray.literal(batch.map { $0.1.stageTimes?.json }),
-      ])
-    return Set(try result.ids)
+    let written = try await client.run(
+      SQL.CompleteJobs.self,
+      .init(
+        ids: batch.map(\.0.id), tokens: batch.map(\.0.leaseToken), variantJobIDs: rows.map(\.0),
+        names: rows.map(\.1.name), widths: rows.map(\.1.width), heights: rows.map(\.1.height),
+        formats: rows.map(\.1.format), bytes: rows.map { Int64($0.1.bytes) },
+        storageKeys: rows.map(\.1.storageKey), thumbhashes: batch.map(\.1.thumbHash),
+        renderKeys: batch.map(\.1.renderKey), reusedFrom: batch.map(\.1.reusedFrom),
+        stageMS: batch.map { $0.1.stageTimes?.json }),
+      prepared: true)
+    return Set(written.map(\.id))
   }
 
   /// Failed attempts: back to `queued` after the job's own delay, or `failed` for good; either way the
@@ -114,41 +108,35 @@ extension JobQueue {
   private func recordFailures(
     _ batch: [(LeasedJob, JobError, Double?, Bool)]
   ) async throws(PostgresError) -> Set<Int64> {
-    let result = try await client.prepared(
-      SQL.failJobs,
-      [
-        PostgresArray.literal(batch.map { Int($0.0.id) }),
-        PostgresArray.literal(batch.map { $0.0.leaseToken }),
-        PostgresArray.literal(batch.map { $0.2 }), PostgresArray.literal(batch.map { $0.1.code.rawValue }),
-        PostgresArray.literal(batch.map { String($0.1.message.prefix(2000)) }),
-        PostgresArray.literal(batch.map { $0.3 }),
-      ])
-    return Set(try result.ids)
+    let written = try await client.run(
+      SQL.FailJobs.self,
+      .init(
+        ids: batch.map(\.0.id), tokens: batch.map(\.0.leaseToken), retryAfter: batch.map(\.2),
+        codes: batch.map(\.1.code.rawValue), messages: batch.map { String($0.1.message.prefix(2000)) },
+        refunds: batch.map(\.3)),
+      prepared: true)
+    return Set(written.map(\.id))
   }
 
   /// Returns unfinished jobs to the queue without counting the attempt (a clean stop is not the job's
   /// fault), logs the hand-back, and wakes idle workers to take them.
   private func handBack(_ jobs: [LeasedJob]) async throws(PostgresError) -> Set<Int64> {
-    let result = try await client.prepared(
-      SQL.handBackJobs,
-      [PostgresArray.literal(jobs.map { Int($0.id) }), PostgresArray.literal(jobs.map(\.leaseToken))])
-    return Set(try result.ids)
+    let written = try await client.run(
+      SQL.HandBackJobs.self, .init(ids: jobs.map(\.id), tokens: jobs.map(\.leaseToken)), prepared: true)
+    return Set(written.map(\.id))
   }
 
   /// The variants of the newest succeeded job with `renderKey`, as a result for another job to record
   /// (`reusedFrom` names that job); nil when there is none.
   public func findRendered(renderKey: String) async throws(PostgresError) -> JobResult? {
-    let result = try await client.prepared(SQL.findRendered, [renderKey])
+    let rows = try await client.run(SQL.FindRendered.self, .init(renderKey: renderKey), prepared: true)
     var found: JobResult?
-    for row in result.namedRows {
+    for row in rows {
       let variant = VariantRecord(
-        name: try row.string("name"), width: try row.int("width"), height: try row.int("height"),
-        format: try row.string("format"), bytes: try row.int("bytes"),
-        storageKey: try row.string("storage_key"))
+        name: row.name, width: row.width, height: row.height, format: row.format, bytes: Int(row.bytes),
+        storageKey: row.storageKey)
       if found == nil {
-        found = JobResult(
-          variants: [], thumbHash: try row.value("thumbhash"), renderKey: renderKey,
-          reusedFrom: try row.int64("job_id"))
+        found = JobResult(variants: [], thumbHash: row.thumbhash, renderKey: renderKey, reusedFrom: row.jobID)
       }
       found?.variants.append(variant)
     }

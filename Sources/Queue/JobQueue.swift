@@ -44,25 +44,20 @@ public struct JobQueue: Sendable {
   public func lease(
     workerID: String, limit: Int, leaseSeconds: Double, siblings: Int = 0
   ) async throws(PostgresError) -> [LeasedJob] {
-    let result = try await client.prepared(
-      SQL.leaseJobs, [workerID, String(limit), String(leaseSeconds), String(siblings)])
-    let rows = result.namedRows
+    let rows = try await client.run(
+      SQL.LeaseJobs.self,
+      .init(workerID: workerID, limit: Int64(limit), leaseSeconds: leaseSeconds, siblings: Int64(siblings)),
+      prepared: true)
     // Each profile's spec comes once per batch, on the first of its rows.
     var specs: [String: String] = [:]
     for row in rows {
-      if let spec = try row.value("spec") { specs[try row.string("profile")] = spec }
+      if let spec = row.spec { specs[row.profile] = spec }
     }
-    var jobs: [LeasedJob] = []
-    jobs.reserveCapacity(rows.count)
-    for row in rows {
-      let profile = try row.string("profile")
-      jobs.append(
-        LeasedJob(
-          id: try row.int64("id"), sourceURL: try row.string("source_url"), profileName: profile,
-          profileSpec: specs[profile] ?? "", attempt: try row.int("attempts"),
-          maxAttempts: try row.int("max_attempts"), leaseToken: try row.string("lease_token")))
+    return rows.map { row in
+      LeasedJob(
+        id: row.id, sourceURL: row.sourceURL, profileName: row.profile, profileSpec: specs[row.profile] ?? "",
+        attempt: row.attempts, maxAttempts: row.maxAttempts, leaseToken: row.leaseToken)
     }
-    return jobs
   }
 
   /// Returns jobs whose lease expired to the queue, or fails them when they have used all their attempts
@@ -70,14 +65,15 @@ public struct JobQueue: Sendable {
   /// something.
   @discardableResult
   public func rescueExpired() async throws(PostgresError) -> [Int64] {
-    try await client.prepared(SQL.rescueExpiredJobs).ids
+    try await client.run(SQL.RescueExpiredJobs.self, prepared: true).map(\.id)
   }
 
   /// `thumbs.enqueue`: the job's id (an existing live job's id for the same source and profile).
   public func enqueue(sourceURL: String, profile: String, priority: Int) async throws(PostgresError) -> Int64
   {
-    let result = try await client.prepared(SQL.enqueueJob, [sourceURL, profile, String(priority)])
-    guard let id = try result.ids.first else {
+    let rows = try await client.run(
+      SQL.EnqueueJob.self, .init(sourceURL: sourceURL, profile: profile, priority: priority), prepared: true)
+    guard let id = rows.first?.id else {
       throw PostgresError(kind: .query, message: "thumbs.enqueue returned no row")
     }
     return id
@@ -87,17 +83,16 @@ public struct JobQueue: Sendable {
   /// reads only the indexes of queued and running jobs, however many finished ones the table holds.
   /// The newest migration applied to the database (SchemaRequirement), nil when none is.
   public func schemaVersion() async throws(PostgresError) -> String? {
-    try await client.prepared(SQL.schemaVersion).namedRows.first?.value("version")
+    try await client.run(SQL.SchemaVersion.self, prepared: true).first?.version
   }
 
   public func queueDepth() async throws(PostgresError) -> QueueDepth {
-    let rows = try await client.prepared(SQL.queueDepth).namedRows
-    guard let row = rows.first else {
+    guard let row = try await client.run(SQL.QueueDepth.self, prepared: true).first else {
       throw PostgresError(kind: .query, message: "queue_depth returned no row")
     }
     return QueueDepth(
-      queued: try row.int("queued"), ready: try row.int("ready"), running: try row.int("running"),
-      oldestReadySeconds: try row.double("oldest_ready_seconds"))
+      queued: Int(row.queued), ready: Int(row.ready), running: Int(row.running),
+      oldestReadySeconds: row.oldestReadySeconds)
   }
 }
 

@@ -18,7 +18,7 @@ public struct Migrator: Sendable {
   }
 
   /// Arbitrary but fixed: the advisory lock key all thumbd processes agree on for migrations.
-  static let lockKey = "7350912883"
+  static let lockKey: Int64 = 7_350_912_883
 
   public let migrations: [Migration]
 
@@ -62,13 +62,13 @@ public struct Migrator: Sendable {
 
   /// Applies what is missing; returns the names of the files applied (empty when up to date).
   public func apply(on connection: PostgresConnection) throws -> [String] {
-    try connection.query(SQL.lockMigrations, [Self.lockKey])
-    defer { _ = try? connection.query(SQL.unlockMigrations, [Self.lockKey]) }
-    try connection.query(SQL.createThumbsSchema)
-    try connection.query(SQL.createMigrationsTable)
+    try connection.run(SQL.LockMigrations.self, .init(key: Self.lockKey))
+    defer { _ = try? connection.run(SQL.UnlockMigrations.self, .init(key: Self.lockKey)) }
+    try connection.run(SQL.CreateThumbsSchema.self)
+    try connection.run(SQL.CreateMigrationsTable.self)
     var done = Set<String>()
-    for row in try connection.query(SQL.appliedMigrations).namedRows {
-      done.insert(try row.string("version"))
+    for row in try connection.run(SQL.AppliedMigrations.self) {
+      done.insert(row.version)
     }
     var applied: [String] = []
     for migration in migrations where !done.contains(migration.version) {
@@ -76,7 +76,7 @@ public struct Migrator: Sendable {
         // One script (PQexec), so a migration may hold many statements; BEGIN makes it and its record
         // one transaction.
         try connection.execute(script: "BEGIN;\n" + migration.sql)
-        try connection.query(SQL.recordMigration, [migration.version, migration.name])
+        try connection.run(SQL.RecordMigration.self, .init(version: migration.version, name: migration.name))
         try connection.execute(script: "COMMIT")
       } catch {
         try? connection.execute(script: "ROLLBACK")

@@ -34,7 +34,7 @@ public final class NotificationListener: Sendable {
   public init(conninfo: String, channel: String, onNotify: @escaping @Sendable () -> Void) {
     self.conninfo = conninfo
     // The channel is ours (a constant), not user input; identifiers cannot be bound as parameters.
-    listenStatement = channel == Self.jobsChannel ? SQL.listenJobs.text : "LISTEN \(channel)"
+    listenStatement = channel == Self.jobsChannel ? SQL.ListenJobs.statement.text : "LISTEN \(channel)"
     self.onNotify = onNotify
   }
 

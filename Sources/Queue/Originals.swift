@@ -31,13 +31,14 @@ extension JobQueue {
   public func recordOriginal(
     _ original: OriginalRecord, revalidated: Bool, workerID: String
   ) async throws(PostgresError) {
-    try await client.prepared(
-      SQL.recordOriginal,
-      [
-        original.url, String(original.bytes), original.sha256, original.contentType, original.etag,
-        original.lastModified, original.format, original.size.map { String($0.width) },
-        original.size.map { String($0.height) }, workerID, revalidated ? "true" : "false",
-      ])
+    try await client.run(
+      SQL.RecordOriginal.self,
+      .init(
+        url: original.url, bytes: Int64(original.bytes), sha256: original.sha256,
+        contentType: original.contentType, etag: original.etag, lastModified: original.lastModified,
+        format: original.format, width: original.size?.width, height: original.size?.height,
+        fetchedBy: workerID, revalidated: revalidated),
+      prepared: true)
   }
 
   /// Deletes `thumbs.originals` rows not confirmed for `olderThanSeconds`; returns how many.
@@ -47,7 +48,11 @@ extension JobQueue {
   )
     async throws(PostgresError) -> Int
   {
-    try await deleteInBatches(
-      SQL.pruneOriginals, olderThanSeconds: olderThanSeconds, batchSize: batchSize, maxBatches: maxBatches)
+    try await deleteInBatches(maxBatches: maxBatches, batchSize: batchSize) {
+      () async throws(PostgresError) in
+      try await client.run(
+        SQL.PruneOriginals.self, .init(olderThanSeconds: olderThanSeconds, batchSize: batchSize)
+      ).first?.deleted ?? 0
+    }
   }
 }

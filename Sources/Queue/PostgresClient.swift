@@ -46,27 +46,6 @@ public struct PostgresClient: Sendable {
     try await query(sql, parameters, prepared: true)
   }
 
-  /// Runs one of the statements of `SQL` (Sources/Queue/SQL).
-  @discardableResult
-  public func query(
-    _ statement: SQLStatement, _ parameters: [String?] = [], prepared: Bool = false
-  ) async throws(PostgresError)
-    -> QueryResult
-  {
-    let connection = self.connection
-    return try await pool.run { () throws(PostgresError) in
-      try connection.query(statement, parameters, prepared: prepared)
-    }
-  }
-
-  /// `query` with the statement prepared once per connection: for the hot statements of the queue.
-  @discardableResult
-  public func prepared(
-    _ statement: SQLStatement, _ parameters: [String?] = []
-  ) async throws(PostgresError) -> QueryResult {
-    try await query(statement, parameters, prepared: true)
-  }
-
   public func close() {
     connection.close()
   }
@@ -74,26 +53,13 @@ public struct PostgresClient: Sendable {
 
 /// Encodes values as PostgreSQL array literals for `$n::text[]` parameters (one round trip for many rows).
 public enum PostgresArray {
-  public static func literal(_ values: [String]) -> String {
-    "{" + values.map(quote).joined(separator: ",") + "}"
-  }
-
-  public static func literal(_ values: [Int]) -> String {
-    "{" + values.map(String.init).joined(separator: ",") + "}"
+  public static func literal<T: PostgresTextValue>(_ values: [T]) -> String {
+    "{" + values.map { quote($0.postgresText) }.joined(separator: ",") + "}"
   }
 
   /// Nil becomes SQL NULL (unquoted NULL in an array literal).
-  public static func literal(_ values: [String?]) -> String {
-    "{" + values.map { $0.map(quote) ?? "NULL" }.joined(separator: ",") + "}"
-  }
-
-  /// Nil becomes SQL NULL (unquoted NULL in an array literal).
-  public static func literal(_ values: [Bool]) -> String {
-    "{" + values.map { $0 ? "t" : "f" }.joined(separator: ",") + "}"
-  }
-
-  public static func literal(_ values: [Double?]) -> String {
-    "{" + values.map { $0.map { String($0) } ?? "NULL" }.joined(separator: ",") + "}"
+  public static func literal<T: PostgresTextValue>(_ values: [T?]) -> String {
+    "{" + values.map { $0.map { quote($0.postgresText) } ?? "NULL" }.joined(separator: ",") + "}"
   }
 
   static func quote(_ value: String) -> String {

@@ -18,16 +18,6 @@ public struct QueryResult: Sendable {
   /// result, and shared by its rows: keep the value rather than asking for it per row.
   public var namedRows: NamedRows { NamedRows(columns: ColumnIndex(columns), rows: rows) }
 
-  /// The `id` column as job ids (the `RETURNING id` of the queue's writes).
-  public var ids: [Int64] {
-    get throws(PostgresError) {
-      var ids: [Int64] = []
-      ids.reserveCapacity(rows.count)
-      for row in namedRows { ids.append(try row.int64("id")) }
-      return ids
-    }
-  }
-
   public subscript(row: Int, column: String) -> String? {
     guard let index = columns.firstIndex(of: column) else { return nil }
     return rows[row][index]
@@ -130,7 +120,7 @@ public struct ResultRow: Sendable {
     }
   }
 
-  private static func unexpected(_ column: String, _ text: String?, _ expected: String) -> PostgresError {
+  static func unexpected(_ column: String, _ text: String?, _ expected: String) -> PostgresError {
     PostgresError(
       kind: .query,
       message: "column \"\(column)\" is \(text.map { "\"\($0)\"" } ?? "NULL"), expected \(expected)")

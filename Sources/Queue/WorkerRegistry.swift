@@ -53,26 +53,25 @@ extension JobQueue {
   public func announce(
     _ worker: WorkerRecord, counters: WorkerCounters, stopping: Bool
   ) async throws(PostgresError) {
-    try await client.query(
-      SQL.announceWorker,
-      [
-        worker.id, worker.host, String(worker.pid), worker.version, String(worker.concurrency),
-        String(worker.memoryBudget), String(worker.leaseSeconds), stopping ? "stopping" : "running",
-        String(counters.succeeded), String(counters.failed), String(counters.retried),
-        String(counters.leaseLost),
-      ])
+    try await client.run(
+      SQL.AnnounceWorker.self,
+      .init(
+        id: worker.id, host: worker.host, pid: worker.pid, version: worker.version,
+        concurrency: worker.concurrency, memoryBudget: Int64(worker.memoryBudget),
+        leaseSeconds: worker.leaseSeconds, state: stopping ? "stopping" : "running",
+        jobsSucceeded: Int64(counters.succeeded), jobsFailed: Int64(counters.failed),
+        jobsRetried: Int64(counters.retried), leasesLost: Int64(counters.leaseLost)))
   }
 
   /// Removes the worker's row at a clean exit.
   public func withdraw(workerID: String) async throws(PostgresError) {
-    try await client.query(SQL.withdrawWorker, [workerID])
+    try await client.run(SQL.WithdrawWorker.self, .init(workerID: workerID))
   }
 
   /// Deletes the rows of workers that stopped heartbeating long ago; returns how many.
   @discardableResult
   public func expireWorkers() async throws(PostgresError) -> Int {
-    let rows = try await client.query(SQL.expireWorkers).namedRows
-    return try rows.first?.int("expired") ?? 0
+    try await client.run(SQL.ExpireWorkers.self).first?.expired ?? 0
   }
 
   /// Deletes finished jobs older than `olderThanSeconds`, `batchSize` at a time, until fewer than a batch
@@ -83,20 +82,22 @@ extension JobQueue {
   ) async throws(PostgresError)
     -> Int
   {
-    try await deleteInBatches(
-      SQL.pruneJobs, olderThanSeconds: olderThanSeconds, batchSize: batchSize, maxBatches: maxBatches)
+    try await deleteInBatches(maxBatches: maxBatches, batchSize: batchSize) {
+      () async throws(PostgresError) in
+      try await client.run(
+        SQL.PruneJobs.self, .init(olderThanSeconds: olderThanSeconds, batchSize: batchSize)
+      ).first?.deleted ?? 0
+    }
   }
 
-  /// Runs a pruning statement (`$1` the age in seconds, `$2` the batch size, answering how many rows it
-  /// deleted in `deleted`) until it deletes less than a batch or `maxBatches` ran: short transactions,
-  /// few locks.
+  /// Runs one pruning batch (`deleteBatch` answers how many rows it deleted) until a batch deletes less
+  /// than `batchSize` or `maxBatches` ran: short transactions, few locks.
   func deleteInBatches(
-    _ statement: SQLStatement, olderThanSeconds: Double, batchSize: Int, maxBatches: Int
+    maxBatches: Int, batchSize: Int, _ deleteBatch: () async throws(PostgresError) -> Int
   ) async throws(PostgresError) -> Int {
     var total = 0
     for _ in 0..<maxBatches {
-      let result = try await client.query(statement, [String(olderThanSeconds), String(batchSize)])
-      let deleted = try result.namedRows.first?.int("deleted") ?? 0
+      let deleted = try await deleteBatch()
       total += deleted
       if deleted < batchSize { break }
     }

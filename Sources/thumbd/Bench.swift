@@ -24,7 +24,7 @@ struct NoopHandler: JobHandler {
 
 /// Deletes every bench job (before a run, and after it, so runs do not pile up).
 private func deleteBenchJobs(_ connection: PostgresConnection) throws {
-  try connection.query(SQL.benchDeleteJobs)
+  try connection.run(SQL.BenchDeleteJobs.self)
 }
 
 /// Migrates the scratch database and clears earlier bench jobs.
@@ -38,14 +38,16 @@ private func prepareBenchDatabase(_ url: String) throws {
   defer { connection.close() }
   _ = try Migrator(directory: folder).apply(on: connection)
   try deleteBenchJobs(connection)
-  let others = try connection.query(SQL.benchLiveJobs).namedRows.first?.int("jobs")
+  let others = try connection.run(SQL.BenchLiveJobs.self).first?.jobs
   guard others == 0 else {
     throw ValidationError(
       "the database has \(others.map(String.init) ?? "?") live jobs that are not bench jobs: use a scratch database"
     )
   }
-  try connection.query(SQL.benchDeleteWorkers)
-  try connection.execute(script: SQL.benchVacuumJobs.text)
+  try connection.run(SQL.BenchDeleteWorkers.self)
+  // Run as a simple-protocol script: VACUUM cannot run inside the implicit transaction of a
+  // parameterised statement.
+  try connection.execute(script: SQL.BenchVacuumJobs.statement.text)
 }
 
 private func quietLogger(_ label: String) -> Logger {
@@ -79,8 +81,8 @@ struct BenchQueue: AsyncParsableCommand {
     try prepareBenchDatabase(url)
     let connection = try PostgresConnection(conninfo: url)
     defer { connection.close() }
-    try connection.query(SQL.benchInsertJobs, [String(jobs)])
-    try connection.execute(script: SQL.benchAnalyzeJobs.text)
+    try connection.run(SQL.BenchInsertJobs.self, .init(jobs: jobs))
+    try connection.execute(script: SQL.BenchAnalyzeJobs.statement.text)
 
     let start = ContinuousClock.now
     let totals = try await withThrowingTaskGroup(of: WorkerCounters.self) { group in
@@ -101,7 +103,7 @@ struct BenchQueue: AsyncParsableCommand {
     }
     let elapsed = start.duration(to: .now)
     let seconds = elapsed.milliseconds / 1000
-    let done = try connection.query(SQL.benchSucceededJobs).namedRows.first?.int("jobs")
+    let done = try connection.run(SQL.BenchSucceededJobs.self).first.map { Int($0.jobs) }
     try deleteBenchJobs(connection)
     guard totals.succeeded == jobs, done == jobs else {
       throw ValidationError(

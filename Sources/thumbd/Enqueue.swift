@@ -1,7 +1,8 @@
 import ArgumentParser
+import Blocking
 import Queue
 
-struct Enqueue: ParsableCommand {
+struct Enqueue: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Add a job for URL and print its id (the live job's id if one exists for URL and profile).")
 
@@ -10,10 +11,12 @@ struct Enqueue: ParsableCommand {
   @Option(help: "profile name") var profile = "default"
   @Option(help: "higher runs first") var priority = 0
 
-  func run() throws {
-    let connection = try PostgresConnection(conninfo: try database.resolved())
-    defer { connection.close() }
-    let result = try connection.query(SQL.enqueueJob, [url, profile, String(priority)])
-    print(try result.ids.first.map(String.init) ?? "")
+  /// Through the queue's own API, as a backend's code would call `thumbs.enqueue`.
+  func run() async throws {
+    let pool = BlockingPool(threads: 1, name: "thumbd-enqueue")
+    defer { pool.shutdown() }
+    let queue = JobQueue(client: try await PostgresClient(conninfo: try database.resolved(), pool: pool))
+    defer { queue.client.close() }
+    print(try await queue.enqueue(sourceURL: url, profile: profile, priority: priority))
   }
 }

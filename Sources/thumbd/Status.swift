@@ -10,10 +10,17 @@ struct Status: ParsableCommand {
   func run() throws {
     let connection = try PostgresConnection(conninfo: try database.resolved())
     defer { connection.close() }
-    let queue = try connection.query(SQL.statusQueue).namedRows
-    print(
-      TextTable.render(header: ["state", "jobs", "oldest"], rows: try cells(queue, SQL.statusQueue.columns)))
-    let workers = try connection.query(SQL.statusWorkers).namedRows
+    let queue = try connection.run(SQL.StatusQueue.self).map {
+      [$0.state, $0.jobs.postgresText, $0.oldest ?? ""]
+    }
+    print(TextTable.render(header: ["state", "jobs", "oldest"], rows: queue))
+    let workers = try connection.run(SQL.StatusWorkers.self).map { worker in
+      [worker.id, worker.state]
+        + [
+          worker.concurrency, worker.running, worker.jobsSucceeded, worker.jobsFailed, worker.leasesLost,
+          worker.heartbeat, worker.stale,
+        ].map { $0 ?? "" }
+    }
     print("")
     if workers.isEmpty {
       print("no workers registered")
@@ -23,15 +30,8 @@ struct Status: ParsableCommand {
           header: [
             "worker", "state", "slots", "running", "succeeded", "failed", "lost", "heartbeat", "stale",
           ],
-          rows: try cells(workers, SQL.statusWorkers.columns)))
+          rows: workers))
     }
-  }
-
-  /// The named columns of every row as text, NULL as an empty cell.
-  private func cells(_ rows: NamedRows, _ columns: [String]) throws -> [[String]] {
-    var cells: [[String]] = []
-    for row in rows { cells.append(try columns.map { column in try row.value(column) ?? "" }) }
-    return cells
   }
 }
 

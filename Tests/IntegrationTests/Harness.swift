@@ -174,3 +174,10 @@ extension TestOrigin {
     return json?["count"] as? Int ?? -1
   }
 }
+
+extension QueryResult {
+  /// The `id` column as numbers, for tests' own statements (`SELECT thumbs.enqueue(...) AS id`).
+  var ids: [Int64] {
+    get throws(PostgresError) { try namedRows.map { row throws(PostgresError) in try row.int64("id") } }
+  }
+}

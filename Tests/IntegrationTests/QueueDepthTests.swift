@@ -47,8 +47,10 @@ struct QueueDepthTests {
     let connection = try PostgresConnection(conninfo: database)
     defer { connection.close() }
     try connection.execute(script: "VACUUM ANALYZE thumbs.jobs")
-    let plan = try connection.query("EXPLAIN " + SQL.queueDepth.text).rows.compactMap { $0.first ?? nil }
-      .joined(separator: "\n")
+    let plan = try connection.query("EXPLAIN " + SQL.QueueDepth.statement.text).rows.compactMap {
+      $0.first ?? nil
+    }
+    .joined(separator: "\n")
     #expect(!plan.contains("Seq Scan"), "\(plan)")
     #expect(plan.contains("jobs_ready_idx") && plan.contains("jobs_running_idx"), "\(plan)")
   }
@@ -59,12 +61,12 @@ struct QueueDepthTests {
     let down = "postgresql://postgres@127.0.0.1:1/thumbd?connect_timeout=2"
     #expect(throws: PostgresError.self) { try PostgresConnection(conninfo: down) }
     let waiting = try PostgresConnection(conninfo: down, connectNow: false)
-    let error = #expect(throws: PostgresError.self) { try waiting.query(SQL.queueDepth) }
+    let error = #expect(throws: PostgresError.self) { try waiting.run(SQL.QueueDepth.self) }
     #expect(error?.kind == .connection)
 
     let lazy = try PostgresConnection(conninfo: database, connectNow: false)
     defer { lazy.close() }
-    #expect(try lazy.query(SQL.queueDepth).namedRows.first?.int("queued") == 0)
+    #expect(try lazy.run(SQL.QueueDepth.self).first?.queued == 0)
 
     let client = PostgresClient(connectingLaterTo: down, pool: pool)
     let queue = JobQueue(client: client)

@@ -127,12 +127,50 @@ struct SQLStatementTests {
     #expect(rows[1]["spec"] == "{}")
     #expect(try rows[0].double("ratio") == 0.5)
     #expect(try rows.map { try $0.bool("done") } == [true, false])
-    #expect(try result.ids == [7, 8])
     let missing = #expect(throws: PostgresError.self) { try rows[0].value("lease") }
     #expect(missing?.message.contains("\"lease\"") == true)
     #expect(throws: PostgresError.self) { try rows[0].string("spec") }
     #expect(throws: PostgresError.self) { try rows[0].int("lease_token") }
-    #expect(throws: PostgresError.self) { try QueryResult(columns: ["job_id"], rows: [["1"]]).ids }
+  }
+
+  @Test func typedRowsDecodeByNameWithNullsWhereTheHeaderAllowsThem() throws {
+    let result = QueryResult(
+      columns: ["id", "source_url", "profile", "attempts", "max_attempts", "lease_token", "spec"],
+      rows: [
+        ["7", "http://a/b.jpg", "default", "1", "5", "abc", nil], ["8", "u", "p", "2", "5", "def", "{}"],
+      ])
+    let rows = try result.namedRows.map { row throws(PostgresError) in try SQL.LeaseJobs.Row(row) }
+    #expect(rows.map(\.id) == [7, 8])
+    #expect(rows[0].sourceURL == "http://a/b.jpg" && rows[0].maxAttempts == 5 && rows[0].leaseToken == "abc")
+    #expect(rows.map(\.spec) == [nil, "{}"])
+    // NULL where the header does not allow it, a value of the wrong type, a column missing: errors.
+    let null = QueryResult(columns: result.columns, rows: [["7", nil, "p", "1", "5", "abc", nil]])
+    #expect(throws: PostgresError.self) { try SQL.LeaseJobs.Row(null.namedRows[0]) }
+    let text = QueryResult(columns: result.columns, rows: [["seven", "u", "p", "1", "5", "abc", nil]])
+    let wrong = #expect(throws: PostgresError.self) { try SQL.LeaseJobs.Row(text.namedRows[0]) }
+    #expect(wrong?.message.contains("\"id\"") == true)
+    let short = QueryResult(columns: ["id"], rows: [["7"]])
+    #expect(throws: PostgresError.self) { try SQL.LeaseJobs.Row(short.namedRows[0]) }
+  }
+
+  @Test func typedParametersAreTheValuesInTheOrderOfTheirPlaceholders() {
+    let original = SQL.RecordOriginal.Parameters(
+      url: "http://a/b.jpg", bytes: 1200, sha256: "ab", contentType: "image/jpeg", etag: nil,
+      lastModified: nil, format: "jpeg", width: 640, height: nil, fetchedBy: "w1", revalidated: true)
+    #expect(
+      original.values == [
+        "http://a/b.jpg", "1200", "ab", "image/jpeg", nil, nil, "jpeg", "640", nil, "w1", "t",
+      ])
+    #expect(original.values.count == SQL.RecordOriginal.statement.parameters.count)
+    let failed = SQL.FailJobs.Parameters(
+      ids: [3, 4], tokens: ["t1", "t\"2"], retryAfter: [1.5, nil], codes: ["timeout", "not_found"],
+      messages: ["a,b", "c"], refunds: [false, true])
+    #expect(
+      failed.values == [
+        #"{"3","4"}"#, #"{"t1","t\"2"}"#, #"{"1.5",NULL}"#, #"{"timeout","not_found"}"#, #"{"a,b","c"}"#,
+        #"{"f","t"}"#,
+      ])
+    #expect(NoParameters().values.isEmpty)
   }
 }
 

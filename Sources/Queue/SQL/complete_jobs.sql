@@ -8,8 +8,8 @@
 -- Fencing and lock order as in heartbeat_jobs: only rows still running under the caller's
 -- lease_token, locked in id order.
 -- params: ids bigint[], tokens uuid[], variant_job_ids bigint[], names text[], widths int[],
--- params: heights int[], formats text[], bytes bigint[], storage_keys text[], thumbhashes text[],
--- params: render_keys text[], reused_from bigint[], stage_ms jsonb[]
+-- params: heights int[], formats text[], bytes bigint[], storage_keys text[], thumbhashes text?[],
+-- params: render_keys text?[], reused_from bigint?[], stage_ms jsonb?[]
 -- returns: id bigint
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[])

@@ -6,7 +6,7 @@
 --
 -- Fencing and lock order as in heartbeat_jobs: only rows still running under the caller's
 -- lease_token, locked in id order.
--- params: ids bigint[], tokens uuid[], retry_after float8[], codes text[], messages text[],
+-- params: ids bigint[], tokens uuid[], retry_after float8?[], codes text[], messages text[],
 -- params: refunds bool[]
 -- returns: id bigint
 WITH input AS (

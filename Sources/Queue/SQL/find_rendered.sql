@@ -2,7 +2,7 @@
 -- The variants of the newest succeeded job with this render key (migrations/0005), with its ThumbHash:
 -- what a job with the same original bytes and profile can take instead of rendering. No rows: none.
 -- params: render_key text
--- returns: job_id bigint, thumbhash text, name text, width int, height int, format text, bytes bigint,
+-- returns: job_id bigint, thumbhash text?, name text, width int, height int, format text, bytes bigint,
 -- returns: storage_key text
 WITH source AS (
   SELECT j.id, j.thumbhash FROM thumbs.jobs j

@@ -13,7 +13,7 @@
 -- the rest of the statement.
 -- params: worker_id text, limit bigint, lease_seconds float8, siblings bigint
 -- returns: id bigint, source_url text, profile text, attempts int, max_attempts int, lease_token uuid,
--- returns: spec text
+-- returns: spec text?
 WITH picked AS MATERIALIZED (
   SELECT id, source_url, shares_source FROM thumbs.jobs
    WHERE state = 'queued' AND run_at <= now()

@@ -2,8 +2,8 @@
 -- Upserts the thumbs.originals row of a URL after a download ($11 false: counted as a download,
 -- fetched_at moves) or after a 304 that confirmed the cached copy ($11 true: counted as a
 -- revalidation). Either way checked_at moves, which is what prune_originals goes by.
--- params: url text, bytes bigint, sha256 text, content_type text, etag text, last_modified text,
--- params: format text, width int, height int, fetched_by text, revalidated bool
+-- params: url text, bytes bigint, sha256 text, content_type text?, etag text?, last_modified text?,
+-- params: format text?, width int?, height int?, fetched_by text, revalidated bool
 -- returns: none
 INSERT INTO thumbs.originals AS o
        (url, bytes, sha256, content_type, etag, last_modified, format, width, height, fetched_by,

@@ -2,5 +2,5 @@
 -- The newest migration applied (its NNNN), NULL when none is. A worker compares it with the one its
 -- statements need (SchemaRequirement) before it announces itself or leases anything.
 -- params: none
--- returns: version text
+-- returns: version text?
 SELECT max(version) AS version FROM thumbs.schema_migrations
