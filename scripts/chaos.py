@@ -51,7 +51,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from sweeplib.common import parse_size  # scripts/ is on the path: it is this script's folder
+from sweeplib.common import parse_size, wait_until_sigterm_caught  # scripts/ is on the path: its folder
 from sweeplib.run import Origin  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -466,7 +466,7 @@ def main():
         log(f"SIGKILL worker {restarted.index}, start it again, and SIGTERM every worker "
             f"{args.restart_stop_delay:.2f} s after it owns SIGTERM")
         restarted.kill_and_restart()
-        faults["sigterm_after_restart"] = 1 if wait_for_sigterm_handler(restarted.current["pid"]) else 0
+        faults["sigterm_after_restart"] = 1 if wait_until_sigterm_caught(restarted.current["pid"]) is not None else 0
         time.sleep(args.restart_stop_delay)
         for worker in workers:
             worker.signal(signal.SIGTERM)
@@ -505,22 +505,6 @@ def main():
         if args.keep:
             shutil.copytree(work, args.keep, dirs_exist_ok=True, symlinks=True)
         shutil.rmtree(work, ignore_errors=True)
-
-
-def wait_for_sigterm_handler(pid, timeout=10):
-    """Waits until the process catches SIGTERM (SigCgt in /proc/PID/status): from then on a SIGTERM is
-    the worker's to handle; before, its default action ends a process that has read nothing yet."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with open(f"/proc/{pid}/status") as status:
-                for line in status:
-                    if line.startswith("SigCgt:") and int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)):
-                        return True
-        except OSError:
-            return False
-        time.sleep(0.0005)
-    return False
 
 
 def wait_idle_rss(worker):

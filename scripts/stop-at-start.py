@@ -34,7 +34,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweeplib.common import REPO  # noqa: E402
+from sweeplib.common import REPO, wait_until_sigterm_caught  # noqa: E402
 from sweeplib.run import Database, Origin  # noqa: E402
 
 GRACE = 3.0
@@ -123,22 +123,6 @@ def wait_for_line(path, needle, timeout):
     return False
 
 
-def wait_for_handler(pid, timeout=10):
-    """Seconds until the process catches SIGTERM (SigCgt bit 15 in /proc/PID/status); None if it never did.
-    Before that, SIGTERM's default action ends a process that has not yet read its configuration."""
-    started = time.time()
-    while time.time() - started < timeout:
-        try:
-            with open(f"/proc/{pid}/status") as status:
-                for line in status:
-                    if line.startswith("SigCgt:") and int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)):
-                        return time.time() - started
-        except OSError:
-            return None
-        time.sleep(0.0005)
-    return None
-
-
 def one_try(fleet, rng, point, index):
     """Starts a subject, signals it at `point`; returns None when it exited 0 in time, else a failure."""
     predecessor = None
@@ -151,7 +135,7 @@ def one_try(fleet, rng, point, index):
         fleet.pause_postgres()
     subject, path = fleet.spawn(f"try{index}")
     started = time.time()
-    owned = wait_for_handler(subject.pid)
+    owned = wait_until_sigterm_caught(subject.pid)
     if point == "signals owned":
         pass
     elif point == "delay":
