@@ -1,5 +1,5 @@
-"""What the programs in bench/ share: messages, the virtualenv, the corpus, the thumbd binary and child
-processes.
+"""What the programs in bench/ share: messages, the virtualenv, the corpus, the thumbd binary, child
+processes and a throwaway PostgreSQL.
 
 The programs import it as they import bench/plan.py, with bench/ first on sys.path:
 
@@ -202,3 +202,54 @@ def run_child(cmd, env=None, *, cwd=None, timeout=None, label=None):
             raise Failure(f"{prefix}{shown} did not finish within {timeout} s")
         raise Failure(f"{prefix}{shown} exited {child.returncode}:\n{stdout[-2000:]}{stderr[-4000:]}")
     return Child(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, stdout, stderr)
+
+
+# ------------------------------------------------------------------------------------------ PostgreSQL
+
+def pg_bin():
+    """The newest /usr/lib/postgresql/N/bin, as scripts/pg-temp.sh chooses it."""
+    root = "/usr/lib/postgresql"
+    majors = sorted((int(n) for n in os.listdir(root) if n.isdigit()), reverse=True) \
+        if os.path.isdir(root) else []
+    for major in majors:
+        path = os.path.join(root, str(major), "bin")
+        if os.access(os.path.join(path, "psql"), os.X_OK):
+            return path
+    raise Failure("no PostgreSQL under /usr/lib/postgresql (run scripts/install-deps.sh)")
+
+
+class Postgres:
+    """A throwaway PostgreSQL (scripts/pg-temp.sh: loopback, no durability, max_connections 200) in a new
+    folder under /tmp, which the postgres user can reach when this runs as root. `url` is its `thumbd`
+    database, `pid` the postmaster's. stop() deletes it all. Raises Failure when it does not start."""
+    def __init__(self, prefix="thumbd-bench-pg."):
+        self.psql_path = os.path.join(pg_bin(), "psql")
+        self.script = os.path.join(REPO, "scripts", "pg-temp.sh")
+        self.folder = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+        try:
+            started = subprocess.run([self.script, "start", self.folder], capture_output=True, text=True)
+        except BaseException:  # Ctrl-C or a signal turned into one: no server left behind
+            self.stop()
+            raise
+        if started.returncode != 0:
+            self.stop()
+            raise Failure(f"scripts/pg-temp.sh start failed:\n{started.stderr}")
+        self.url = started.stdout.strip().splitlines()[-1]  # postgresql://postgres@127.0.0.1:PORT/thumbd
+        with open(os.path.join(self.folder, "data", "postmaster.pid")) as f:
+            self.pid = int(f.readline())
+
+    def url_of(self, database):
+        return self.url.rsplit("/", 1)[0] + "/" + database
+
+    def psql(self, sql, database="thumbd"):
+        """The output of one statement (unaligned, tuples only, stripped). The statement goes on stdin:
+        thousands of enqueued URLs do not fit on a command line."""
+        out = subprocess.run([self.psql_path, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1",
+                              "-d", self.url_of(database)], input=sql, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise Failure(f"psql failed: {out.stderr.strip()}\n  {sql[:200]}")
+        return out.stdout.strip()
+
+    def stop(self):
+        """Stops the server and deletes its folder. Returns the finished `scripts/pg-temp.sh stop`."""
+        return subprocess.run([self.script, "stop", self.folder], capture_output=True, text=True)
