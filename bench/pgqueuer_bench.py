@@ -60,19 +60,14 @@ import sys
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in bench/
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+from benchlib import die, log  # noqa: E402
 
+benchlib.PROGRAM = "pgqueuer_bench"
 ENTRYPOINT_THROUGHPUT = "thumbd_bench_noop"
 ENTRYPOINT_LATENCY = "thumbd_bench_latency"
 ENQUEUE_CHUNK = 10_000
-
-
-def die(message, code=1):
-    print(f"pgqueuer_bench: {message}", file=sys.stderr)
-    sys.exit(code)
-
-
-def log(message):
-    print(message, file=sys.stderr, flush=True)
 
 
 def pgqueuer_version():
@@ -132,7 +127,7 @@ async def throughput(dsn, jobs, batch):
     finally:
         await conn.close()
     if queued != jobs:
-        die(f"enqueued {jobs} jobs but pgqueuer counts {queued} queued")
+        die(f"enqueued {jobs} jobs but pgqueuer counts {queued} queued", 1)
 
     conn = await asyncpg.connect(dsn)
     try:
@@ -153,7 +148,7 @@ async def throughput(dsn, jobs, batch):
         await conn.close()
     if ran != jobs or rows != 0:
         die(f"drain ended with the entrypoint run {ran} times of {jobs} and {rows} rows left in the "
-            "queue table")
+            "queue table", 1)
     print(f"pgqueuer {pgqueuer_version()} throughput: jobs={jobs} batch_size={batch} "
           f"elapsed_s={elapsed:.3f}")
     print(f"jobs_per_second={jobs / elapsed:.1f}", flush=True)
@@ -202,7 +197,7 @@ async def latency(dsn, jobs, warmup, seed):
             except asyncio.TimeoutError:
                 if worker.done():
                     worker.result()  # raises the worker's exception
-                die(f"job {seq} did not start within 30 s")
+                die(f"job {seq} did not start within 30 s", 1)
             del waiting[payload]
             return started.pop(payload) - t0
 
