@@ -117,7 +117,7 @@ public struct JobProcessor: Sendable {
     }
     // The job's CPU work is done: storing waits on the storage, and then the outcome on the database.
     // Its slot goes to the next job meanwhile, whose lease, fetch and decode then overlap this job's
-    // writes instead of following them (docs/benchmarks.md, "Scaling").
+    // writes instead of following them (docs/benchmarks/scaling.md).
     SlotLease.current?.stepAside()
     let storing = ContinuousClock.now
     let records = try await store(rendered.variants)

@@ -65,7 +65,7 @@ public struct WorkerConfig: Sendable {
 
   public var effectiveLeaseBatch: Int { max(1, min(leaseBatch ?? 100, concurrency)) }
   /// Jobs leased beyond `concurrency`: each waits for a slot while its original downloads into the
-  /// original cache, so that a freed slot goes straight to decoding (docs/benchmarks.md, "Scaling").
+  /// original cache, so that a freed slot goes straight to decoding (docs/benchmarks/scaling.md).
   /// Not an option: one is enough to hide a download shorter than a render.
   public var leaseAhead = 1
   /// None with the original cache off: a prefetched original would have nowhere to wait.
