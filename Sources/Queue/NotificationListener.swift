@@ -1,6 +1,7 @@
 import CLibPQ
 import Foundation
 import Synchronization
+import ThumbCore
 
 /// LISTENs on a channel on a connection of its own and calls `onNotify` when a notification arrives.
 ///
@@ -59,16 +60,19 @@ public final class NotificationListener: Sendable {
 
   private var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
+  /// Between tries to reconnect: 0.1 s doubling to 5 s.
+  static let reconnectBackoff = Backoff(first: .milliseconds(100), cap: .seconds(5))
+
   private func serve() {
-    var backoff = 0.1
+    var failures = 0
     while !isStopping {
       guard let conn = connect() else {
+        failures += 1
         var wake = pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
-        _ = poll(&wake, 1, Int32(backoff * 1000))
-        backoff = min(backoff * 2, 5)
+        _ = poll(&wake, 1, Int32(Self.reconnectBackoff.seconds(afterFailures: failures) * 1000))
         continue
       }
-      backoff = 0.1
+      failures = 0
       onNotify()  // anything enqueued while we were not listening
       listen(on: conn)
       PQfinish(conn)

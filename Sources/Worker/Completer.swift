@@ -85,10 +85,12 @@ final class Completer: Service, Sendable {
     }
   }
 
+  /// Between the tries of one batch: 0.25 s, doubling.
+  static let retryBackoff = Backoff(first: .milliseconds(250), cap: nil)
+
   /// One batch, retried through short outages: the work is done, so it is worth waiting a little for the
   /// database rather than letting the lease expire and doing the job again.
   private func write(_ batch: [Pending]) async -> Set<Int64>? {
-    var delay = 0.25
     for attempt in 1...5 {
       do {
         return try await queue.record(batch.map { ($0.job, $0.outcome) })
@@ -96,8 +98,7 @@ final class Completer: Service, Sendable {
         logger.warning(
           "could not write job outcomes, will retry",
           metadata: ["error": "\(error)", "jobs": "\(batch.count)", "attempt": "\(attempt)"])
-        try? await Task.sleep(for: .seconds(delay))
-        delay *= 2
+        try? await Task.sleep(for: Self.retryBackoff.delay(afterFailures: attempt))
       }
     }
     return nil

@@ -130,7 +130,7 @@ func drainQueue(
   config.concurrency = concurrency
   config.drain = true
   config.addressGuard = try AddressGuard(allowList: "127.0.0.1")
-  config.fetch.retry.baseSeconds = 0.05
+  config.fetch.retry.backoff.first = .milliseconds(50)
   configure(&config)
   var logger = Logger(label: "thumbd.test")
   logger.logLevel = .warning

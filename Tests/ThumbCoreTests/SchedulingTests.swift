@@ -276,14 +276,3 @@ import Testing
     #expect(s.settings.heartbeatInterval == .milliseconds(200))
   }
 }
-
-@Suite struct BackoffTests {
-  @Test func doublesUpToTheCap() {
-    let backoff = Backoff(first: .milliseconds(500), cap: .seconds(10))
-    #expect(backoff.delay(afterFailures: 1) == .milliseconds(500))
-    #expect(backoff.delay(afterFailures: 2) == .seconds(1))
-    #expect(backoff.delay(afterFailures: 5) == .seconds(8))
-    #expect(backoff.delay(afterFailures: 6) == .seconds(10))
-    #expect(backoff.delay(afterFailures: 1000) == .seconds(10))
-  }
-}

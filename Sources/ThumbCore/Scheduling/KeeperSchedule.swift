@@ -157,21 +157,3 @@ extension KeeperSchedule {
     }
   }
 }
-
-/// Waits between tries to reach a service that is away: doubling from `first` up to `cap`.
-public struct Backoff: Sendable, Equatable {
-  public var first: Duration
-  public var cap: Duration
-
-  public init(first: Duration = .milliseconds(500), cap: Duration = .seconds(10)) {
-    self.first = first
-    self.cap = cap
-  }
-
-  /// The wait after `failures` consecutive failed tries (1 for the first).
-  public func delay(afterFailures failures: Int) -> Duration {
-    var delay = first
-    for _ in 1..<max(1, failures) where delay < cap { delay *= 2 }
-    return min(delay, cap)
-  }
-}

@@ -19,8 +19,8 @@ public struct ProducerPacing: Sendable {
     public var shutdownGrace: Duration
     /// While jobs run, one free slot waits this long for others before it is leased alone.
     public var settle: Duration = .milliseconds(20)
-    /// The longest pause after failed lease statements (the backoff grows by a quarter second each).
-    public var maxLeaseBackoff: Duration = .seconds(5)
+    /// The pause after failed lease statements: a quarter second more each time, up to 5 s.
+    public var leaseBackoff = Backoff(first: .milliseconds(250), cap: .seconds(5), growth: .linear)
     /// Jobs leased beyond the slots: each waits for a slot with its original already downloading, so
     /// that a slot that frees up finds its next job ready to decode instead of waiting for the network.
     public var ahead = 0
@@ -115,7 +115,7 @@ public struct ProducerPacing: Sendable {
   /// The lease statement failed (the database is away or restarting): back off a little more each time.
   public mutating func leaseFailed() -> Action {
     failures += 1
-    return .wait(min(settings.maxLeaseBackoff, .milliseconds(250) * failures))
+    return .wait(settings.leaseBackoff.delay(afterFailures: failures))
   }
 
   /// Consecutive failed lease statements, for the log.

@@ -29,7 +29,7 @@ final class JobRunner: Sendable {
   private let refusalStreak = Atomic<Int>(0)
   /// The wait of a job the storage refused: 10 s doubling to 5 minutes, while the configuration is
   /// fixed. No attempt is used (JobOutcome.deferred).
-  static let refusalBackoff = RetryPolicy(baseSeconds: 10, capSeconds: 300, jitter: 0.25)
+  static let refusalBackoff = Backoff(first: .seconds(10), cap: .seconds(300), jitter: .shorterBy(0.25))
   /// Running jobs that gave their slot up while they wait for memory or a shared decode (SlotLease).
   private let asideCount = Atomic<Int>(0)
   /// Signalled when a job ends or steps aside: the producer may lease again.
@@ -125,7 +125,7 @@ final class JobRunner: Sendable {
     case .failure(let error) where error.code == .storageRefused:
       let streak = refusalStreak.add(1, ordering: .relaxed).newValue
       write = .deferred(
-        error, retryAfter: Self.refusalBackoff.delay(afterAttempt: streak, unit: Double.random(in: 0..<1)))
+        error, retryAfter: Self.refusalBackoff.seconds(afterFailures: streak, unit: Double.random(in: 0..<1)))
     case .failure(let error):
       let decision = retryPolicy.decide(
         code: error.code, attempt: job.attempt, maxAttempts: job.maxAttempts, unit: Double.random(in: 0..<1))

@@ -7,15 +7,14 @@
 public struct FetchRetryPolicy: Sendable, Equatable {
   /// Tries per attempt, the first included.
   public var tries: Int
-  public var baseSeconds: Double
-  public var jitter: Double
+  /// Between tries: doubling from the base, no cap (the attempt's deadline bounds it), ± the jitter.
+  public var backoff: Backoff
   /// The longest Retry-After waited for inside an attempt.
   public var retryAfterCap: Double
 
   public init(tries: Int = 3, baseSeconds: Double = 0.5, jitter: Double = 0.25, retryAfterCap: Double = 10) {
     self.tries = tries
-    self.baseSeconds = baseSeconds
-    self.jitter = jitter
+    self.backoff = Backoff(first: .seconds(baseSeconds), cap: nil, jitter: .either(jitter))
     self.retryAfterCap = retryAfterCap
   }
 
@@ -33,9 +32,7 @@ public struct FetchRetryPolicy: Sendable, Equatable {
   ) -> Decision {
     if let retryAfter, retryAfter > retryAfterCap { return .stop(notBefore: retryAfter) }
     guard tryNumber < tries else { return .stop(notBefore: retryAfter) }
-    let exponent = min(max(tryNumber - 1, 0), 30)
-    let backoff = baseSeconds * Double(1 << exponent) * (1 + jitter * (2 * min(max(unit, 0), 1) - 1))
-    let wait = retryAfter ?? backoff
+    let wait = retryAfter ?? backoff.seconds(afterFailures: tryNumber, unit: unit)
     // Waiting past the deadline would only end in a timeout: stop now and let the queue retry later.
     guard wait < secondsLeft else { return .stop(notBefore: retryAfter) }
     return .retry(afterSeconds: wait)

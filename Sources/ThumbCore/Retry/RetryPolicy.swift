@@ -5,21 +5,15 @@
 /// With the defaults (base 10 s, cap 1 h, jitter 0.25) attempts 1..5 wait about 10 s, 20 s, 40 s, 80 s,
 /// 160 s, each up to a quarter shorter so that jobs failed together by one outage do not return together.
 public struct RetryPolicy: Sendable, Equatable {
-  public var baseSeconds: Double
-  public var capSeconds: Double
-  public var jitter: Double
+  public var backoff: Backoff
 
   public init(baseSeconds: Double = 10, capSeconds: Double = 3600, jitter: Double = 0.25) {
-    self.baseSeconds = baseSeconds
-    self.capSeconds = capSeconds
-    self.jitter = jitter
+    backoff = Backoff(first: .seconds(baseSeconds), cap: .seconds(capSeconds), jitter: .shorterBy(jitter))
   }
 
   /// The delay after the given failed attempt (1-based). `unit` is a random number in [0, 1).
   public func delay(afterAttempt attempt: Int, unit: Double) -> Double {
-    let exponent = Double(max(0, min(attempt - 1, 60)))
-    let raw = min(capSeconds, baseSeconds * pow2(exponent))
-    return raw * (1 - jitter * min(max(unit, 0), 1))
+    backoff.seconds(afterFailures: attempt, unit: unit)
   }
 
   /// What the queue should do with a job whose attempt failed.
@@ -31,11 +25,5 @@ public struct RetryPolicy: Sendable, Equatable {
   public func decide(code: ErrorCode, attempt: Int, maxAttempts: Int, unit: Double) -> Decision {
     if code.isPermanent || attempt >= maxAttempts { return .fail }
     return .retry(afterSeconds: delay(afterAttempt: attempt, unit: unit))
-  }
-
-  private func pow2(_ e: Double) -> Double {
-    var result = 1.0
-    for _ in 0..<Int(e) { result *= 2 }
-    return result
   }
 }
