@@ -22,18 +22,9 @@ public struct SourceInfo: Sendable {
   public var hasAlpha: Bool
   /// The original's ThumbHash, base64: a placeholder apps show while a thumbnail loads.
   public var thumbHash: String
-  /// Where the render's time went, in seconds.
-  public var timings = StageTimings()
-}
-
-/// Seconds spent decoding, resampling and encoding (conversion to sRGB and the ThumbHash count as
-/// encoding: they are the output stage).
-public struct StageTimings: Sendable, Equatable {
-  public var decode = 0.0
-  public var resize = 0.0
-  public var encode = 0.0
-
-  public init() {}
+  /// Where the render's time went, in seconds: decode, resize and encode (conversion to sRGB and the
+  /// ThumbHash count as encoding: they are the output stage).
+  public var timings = StageTimes()
 }
 
 extension ContinuousClock.Instant {
@@ -95,7 +86,7 @@ public struct Thumbnailer: Sendable {
   public func render(
     _ data: [UInt8], variants: [VariantSpec], economical: Bool = false
   ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
-    var timings = StageTimings()
+    var timings = StageTimes(decode: 0, resize: 0, encode: 0)
     var mark = ContinuousClock.now
     let decoder = try SourceDecoders.make(data, maxPixels: maxPixels)
     let header = decoder.header
@@ -155,9 +146,9 @@ public struct Thumbnailer: Sendable {
         outputSubsampling: direct
           ? output.planeSubsampling(spec.subsampling) : Array(repeating: .none, count: source.planes.count),
         chromaShift: direct ? orientation.chromaShift(storedOutput: size) : (0, 0))
-      timings.resize += mark.secondsSince
+      timings.add(mark.secondsSince, to: .resize)
       mark = .now
-      defer { timings.encode += mark.secondsSince }
+      defer { timings.add(mark.secondsSince, to: .encode) }
       if isHash {
         thumbHash = output.thumbHash(of: image, orientation: orientation)
       } else {

@@ -123,15 +123,15 @@ public struct JobProcessor: Sendable {
     let records = try await store(rendered.variants)
     let storeSeconds = storing.duration(to: .now).inSeconds
     metrics?.stage(.store, seconds: storeSeconds)
-    let timings = rendered.info.timings
+    var stageTimes = rendered.info.timings
+    stageTimes.fetch = rendered.fetchSeconds
+    stageTimes.store = storeSeconds
     return JobResult(
       variants: records, thumbHash: rendered.info.thumbHash,
       renderKey: rendered.sourceHash.map {
         RenderKey.make(source: $0, spec: job.profileSpec, storage: store.identity)
       },
-      stageTimes: StageTimes(
-        fetch: rendered.fetchSeconds, decode: timings.decode, resize: timings.resize, encode: timings.encode,
-        store: storeSeconds))
+      stageTimes: stageTimes)
   }
 
   /// Stores the variants, all at once (each is a request or two when the storage is remote), and
@@ -252,9 +252,9 @@ public struct JobProcessor: Sendable {
       return (info, made, hash, fetchSeconds)
     }
     if let metrics {
-      metrics.stage(.decode, seconds: rendered.info.timings.decode)
-      metrics.stage(.resize, seconds: rendered.info.timings.resize)
-      metrics.stage(.encode, seconds: rendered.info.timings.encode)
+      for stage in [Stage.decode, .resize, .encode] {
+        metrics.stage(stage, seconds: rendered.info.timings[stage] ?? 0)
+      }
     }
     return .rendered(rendered)
   }

@@ -22,7 +22,7 @@ struct ThumbnailCommand: ParsableCommand {
     let thumbnailer = Thumbnailer(maxPixels: maxPixels)
     var failures = 0
     let started = Date()
-    var totals = StageTimings()
+    var totals = StageTimes()
     for file in files {
       let stem = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
       do {
@@ -38,10 +38,8 @@ struct ThumbnailCommand: ParsableCommand {
         if verbose {
           let ms = Int(Date().timeIntervalSince(t0) * 1000)
           let t = info.timings
-          let stages = [t.decode, t.resize, t.encode].map { String(Int($0 * 1000)) }
-          totals.decode += t.decode
-          totals.resize += t.resize
-          totals.encode += t.encode
+          let stages = [t.decode, t.resize, t.encode].map { String(Int(($0 ?? 0) * 1000)) }
+          totals.add(t)
           print(
             "\(file): \(info.format.rawValue) \(info.size) orientation \(info.orientation.rawValue) "
               + "decoded \(info.reduction)\(info.hasAlpha ? " alpha" : "") \(ms) ms "
@@ -55,7 +53,7 @@ struct ThumbnailCommand: ParsableCommand {
     }
     let seconds = Date().timeIntervalSince(started)
     if verbose {
-      let parts = [totals.decode, totals.resize, totals.encode].map { String(format: "%.2f", $0) }
+      let parts = [totals.decode, totals.resize, totals.encode].map { String(format: "%.2f", $0 ?? 0) }
       print("stages: decode \(parts[0]) s, resize \(parts[1]) s, encode \(parts[2]) s")
     }
     print(

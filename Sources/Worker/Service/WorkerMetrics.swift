@@ -14,10 +14,6 @@ final class WorkerMetrics: Sendable {
     case handedBack = "handed_back"
   }
 
-  enum Stage: String, CaseIterable {
-    case fetch, decode, resize, encode, store
-  }
-
   enum Stored: String, CaseIterable {
     case uploaded
     case alreadyStored = "already_stored"
