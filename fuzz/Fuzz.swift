@@ -1,5 +1,5 @@
 // libFuzzer entry point for ThumbCore's hand-written binary parsers. Built by fuzz/run.sh together with
-// Sources/ThumbCore/*.swift into one module, so the targets can reach internal helpers too.
+// every Sources/ThumbCore/**/*.swift into one module, so the targets can reach internal helpers too.
 //
 // One binary, every parser on every input: the parsers read the same formats (a JPEG goes through sniff,
 // pixelSize, jpegFrame and jpegOrientation in production), so one corpus feeds them all and a real file

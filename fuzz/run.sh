@@ -26,8 +26,10 @@ shared=${THUMBD_SHARED_CORPUS:-$repo/../shared/corpus}
 binary=$work/thumbcore-fuzzer
 
 # ThumbCore is pure Swift without dependencies, so all of it is compiled, with the harness, as one module
-# (the targets can reach internal helpers, and a parser's new helper file is picked up by itself).
-sources=("$repo"/Sources/ThumbCore/*.swift "$repo"/fuzz/*.swift)
+# (the targets can reach internal helpers, and a parser's new helper file is picked up by itself). Its
+# files are grouped in folders by domain: every folder is taken.
+mapfile -t thumbcore < <(find "$repo/Sources/ThumbCore" -name '*.swift' | sort)
+sources=("${thumbcore[@]}" "$repo"/fuzz/*.swift)
 mkdir -p "$work" "$kept"
 
 # --- build (again only when a source is newer than the binary) ---
