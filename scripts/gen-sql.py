@@ -174,25 +174,6 @@ def swift_string(value):
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def wrapped(prefix, items, suffix, indent):
-    """`prefix[a, b]suffix` on one line if it fits, else broken the way swift-format breaks it."""
-    one_line = f"{prefix}[{', '.join(items)}]{suffix}"
-    if len(one_line) <= LINE_LENGTH or not items:
-        return [one_line]
-    out = [f"{prefix}["]
-    inner = " " * (indent + 2)
-    line = ""
-    for item in items:
-        candidate = f"{line} {item}," if line else f"{inner}{item},"
-        if line and len(candidate) > LINE_LENGTH:
-            out.append(line)
-            candidate = f"{inner}{item},"
-        line = candidate
-    out.append(line)
-    out.append(" " * indent + "]" + suffix)
-    return out
-
-
 def packed(open_line, items, close_line, indent, trailing_comma=False):
     """`open_line` + items joined on one line + `close_line` if that fits, else the items packed into
     lines at `indent` + 2, between `open_line` and `close_line` on lines of their own (an array literal
@@ -213,10 +194,6 @@ def packed(open_line, items, close_line, indent, trailing_comma=False):
     out.append(line)
     out.append(" " * indent + close_line.strip())
     return out
-
-
-def field_type(type_):
-    return swift_type(type_)
 
 
 def encoded(name, type_):
@@ -289,7 +266,7 @@ def render(statements):
         ]
         for position, (label, items) in enumerate(arrays):
             suffix = ")" if position == len(arrays) - 1 else ","
-            out.extend(wrapped(f"      {label}: ", items, suffix, 6))
+            out.extend(packed(f"      {label}: [", items, "]" + suffix, 6, trailing_comma=True))
         out.append("")
         out.extend(render_parameters(statement))
         out.append("")
@@ -297,8 +274,8 @@ def render(statements):
         out.append("  }")
     out.append("")
     out.append("  /// All of them, in file name order.")
-    out.extend(wrapped("  public static let all: [SQLStatement] = ",
-                       [f"{s.swift_name}.statement" for s in statements], "", 2))
+    out.extend(packed("  public static let all: [SQLStatement] = [",
+                      [f"{s.swift_name}.statement" for s in statements], "]", 2, trailing_comma=True))
     out.append("}")
     return "\n".join(out) + "\n"
 
