@@ -94,6 +94,8 @@ let package = Package(
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
       ],
+      // `thumbd bench`'s statements: read by scripts/gen-sql.py into Generated/, not bundled.
+      exclude: ["SQL"],
       swiftSettings: strict),
 
     // What more than one test target needs: the ../shared corpus locator, image comparison.
@@ -114,6 +116,8 @@ let package = Package(
       name: "IntegrationTests",
       dependencies: [
         "Worker", "Queue", "Fetch", "Storage", "Transport", "Imaging", "ThumbCore", "Blocking", "TestSupport",
+        // `thumbd bench`'s own statements (BenchSQL) are checked against the schema with the others.
+        "thumbd",
         // Reads the deploy/ manifests.
         .product(name: "Yams", package: "Yams"),
       ],

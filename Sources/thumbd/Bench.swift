@@ -24,7 +24,7 @@ struct NoopHandler: JobHandler {
 
 /// Deletes every bench job (before a run, and after it, so runs do not pile up).
 private func deleteBenchJobs(_ connection: PostgresConnection) throws {
-  try connection.run(SQL.BenchDeleteJobs.self)
+  try connection.run(BenchSQL.DeleteJobs.self)
 }
 
 /// Migrates the scratch database and clears earlier bench jobs.
@@ -38,16 +38,16 @@ private func prepareBenchDatabase(_ url: String) throws {
   defer { connection.close() }
   _ = try Migrator(directory: folder).apply(on: connection)
   try deleteBenchJobs(connection)
-  let others = try connection.run(SQL.BenchLiveJobs.self).first?.jobs
+  let others = try connection.run(BenchSQL.LiveJobs.self).first?.jobs
   guard others == 0 else {
     throw ValidationError(
       "the database has \(others.map(String.init) ?? "?") live jobs that are not bench jobs: use a scratch database"
     )
   }
-  try connection.run(SQL.BenchDeleteWorkers.self)
+  try connection.run(BenchSQL.DeleteWorkers.self)
   // Run as a simple-protocol script: VACUUM cannot run inside the implicit transaction of a
   // parameterised statement.
-  try connection.execute(script: SQL.BenchVacuumJobs.statement.text)
+  try connection.execute(script: BenchSQL.VacuumJobs.statement.text)
 }
 
 private func quietLogger(_ label: String) -> Logger {
@@ -81,8 +81,8 @@ struct BenchQueue: AsyncParsableCommand {
     try prepareBenchDatabase(url)
     let connection = try PostgresConnection(conninfo: url)
     defer { connection.close() }
-    try connection.run(SQL.BenchInsertJobs.self, .init(jobs: jobs))
-    try connection.execute(script: SQL.BenchAnalyzeJobs.statement.text)
+    try connection.run(BenchSQL.InsertJobs.self, .init(jobs: jobs))
+    try connection.execute(script: BenchSQL.AnalyzeJobs.statement.text)
 
     let start = ContinuousClock.now
     let totals = try await withThrowingTaskGroup(of: WorkerCounters.self) { group in
@@ -103,7 +103,7 @@ struct BenchQueue: AsyncParsableCommand {
     }
     let elapsed = start.duration(to: .now)
     let seconds = elapsed.milliseconds / 1000
-    let done = try connection.run(SQL.BenchSucceededJobs.self).first.map { Int($0.jobs) }
+    let done = try connection.run(BenchSQL.SucceededJobs.self).first.map { Int($0.jobs) }
     try deleteBenchJobs(connection)
     guard totals.succeeded == jobs, done == jobs else {
       throw ValidationError(

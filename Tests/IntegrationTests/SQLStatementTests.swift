@@ -2,6 +2,8 @@ import Foundation
 import Queue
 import Testing
 
+@testable import thumbd
+
 /// The statements of Sources/Queue/SQL against the schema the migrations make: each is prepared and
 /// described by the server, and what it takes and returns must be what its header declares. A migration
 /// that renames a column a statement reads, or changes a type it binds, fails here, not in a worker.
@@ -11,7 +13,7 @@ struct SQLStatementTests {
     let database = try TestDatabase.create()
     let connection = try PostgresConnection(conninfo: database)
     defer { connection.close() }
-    for statement in SQL.all {
+    for statement in SQL.all + BenchSQL.all {
       let described: StatementDescription
       do {
         described = try connection.describe(statement.text)
@@ -84,7 +86,10 @@ struct SQLStatementTests {
     // A copy of the generator, the .sql files and the generated Swift, in a folder of their own.
     let root = try makeTemporaryDirectory()
     defer { try? FileManager.default.removeItem(at: root) }
-    for path in ["scripts/gen-sql.py", "Sources/Queue/SQL", "Sources/Queue/Generated"] {
+    for path in [
+      "scripts/gen-sql.py", "Sources/Queue/SQL", "Sources/Queue/Generated", "Sources/thumbd/SQL",
+      "Sources/thumbd/Generated",
+    ] {
       let target = root.appendingPathComponent(path)
       try FileManager.default.createDirectory(
         at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -104,13 +109,14 @@ struct SQLStatementTests {
     #expect(refused.status == 2 && refused.output.contains("withdraw_worker.sql"))
   }
 
-  @Test func statementsAreNamedAfterTheirFiles() throws {
-    let folder = TestDatabase.repoRoot.appendingPathComponent("Sources/Queue/SQL")
+  @Test(arguments: [("Sources/Queue/SQL", SQL.all), ("Sources/thumbd/SQL", BenchSQL.all)])
+  func statementsAreNamedAfterTheirFiles(folder: String, statements: [SQLStatement]) throws {
+    let folder = TestDatabase.repoRoot.appendingPathComponent(folder)
     let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
       .filter { $0.hasSuffix(".sql") && $0 != "schema.sql" }
-    #expect(Set(files) == Set(SQL.all.map { $0.name + ".sql" }))
-    #expect(Set(SQL.all.map(\.name)).count == SQL.all.count)
-    for statement in SQL.all {
+    #expect(Set(files) == Set(statements.map { $0.name + ".sql" }))
+    #expect(Set(statements.map(\.name)).count == statements.count)
+    for statement in statements {
       #expect(statement.parameters.count == statement.parameterTypes.count)
       #expect(statement.columns.count == statement.columnTypes.count)
     }

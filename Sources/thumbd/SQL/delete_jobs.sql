@@ -1,4 +1,4 @@
--- name: bench_delete_jobs
+-- name: delete_jobs
 -- `thumbd bench`: deletes every bench job (before a run, and after it, so runs do not pile up).
 -- params: none
 -- returns: none

@@ -1,4 +1,4 @@
--- name: bench_succeeded_jobs
+-- name: succeeded_jobs
 -- `thumbd bench queue`: how many no-op jobs succeeded, checked against the workers' own count.
 -- params: none
 -- returns: jobs bigint

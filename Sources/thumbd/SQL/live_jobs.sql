@@ -1,4 +1,4 @@
--- name: bench_live_jobs
+-- name: live_jobs
 -- `thumbd bench`: live jobs left once the bench jobs are gone; any means the database is not a
 -- scratch database, and the bench refuses to run.
 -- params: none

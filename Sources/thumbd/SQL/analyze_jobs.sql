@@ -1,4 +1,4 @@
--- name: bench_analyze_jobs
+-- name: analyze_jobs
 -- `thumbd bench queue`: statistics that know about the jobs just inserted, so the lease is planned
 -- for a full queue.
 -- params: none

@@ -1,4 +1,4 @@
--- name: bench_insert_jobs
+-- name: insert_jobs
 -- `thumbd bench queue`: $1 queued no-op jobs, inserted directly (not through thumbs.enqueue: no
 -- notifications, no sibling marks).
 -- params: jobs int

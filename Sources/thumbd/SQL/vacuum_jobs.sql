@@ -1,4 +1,4 @@
--- name: bench_vacuum_jobs
+-- name: vacuum_jobs
 -- `thumbd bench`: clears the dead rows of earlier runs and refreshes the statistics, so each run
 -- starts from the same table.
 -- params: none

@@ -1,4 +1,4 @@
--- name: bench_delete_workers
+-- name: delete_workers
 -- `thumbd bench`: forgets the workers of earlier runs.
 -- params: none
 -- returns: none
