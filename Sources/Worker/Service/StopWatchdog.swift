@@ -16,13 +16,14 @@ final class StopWatchdog: Sendable {
   /// deploy files leave as much between the grace and their kill (deploy/k8s, deploy/systemd).
   static let defaultMargin: Duration = .seconds(15)
 
+  /// Armed at most once, and never again once disarmed or expired: one deadline per worker run.
   private enum State {
     case idle
-    case armed(generation: Int)
-    case disarmed
+    case armed
+    case done
   }
 
-  private let state = Mutex((state: State.idle, generation: 0))
+  private let state = Mutex(State.idle)
   private let limit: Duration
   private let activity: ServiceActivity
   private let logger: Logger
@@ -41,30 +42,29 @@ final class StopWatchdog: Sendable {
 
   /// Starts the countdown, once: later calls keep the first deadline.
   func arm(because reason: String) {
-    let generation = state.withLock { current -> Int? in
-      guard case .idle = current.state else { return nil }
-      current.generation += 1
-      current.state = .armed(generation: current.generation)
-      return current.generation
+    let first = state.withLock { current -> Bool in
+      guard current == .idle else { return false }
+      current = .armed
+      return true
     }
-    guard let generation else { return }
+    guard first else { return }
     logger.debug(
       "stop watchdog armed", metadata: ["reason": "\(reason)", "limit_seconds": "\(limit.inSeconds)"])
     let nanoseconds = Int(limit.inSeconds * 1e9)
     DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
-      expire(generation)
+      expire()
     }
   }
 
   /// The stop finished in time.
   func disarm() {
-    state.withLock { $0.state = .disarmed }
+    state.withLock { $0 = .done }
   }
 
-  private func expire(_ generation: Int) {
+  private func expire() {
     let due = state.withLock { current -> Bool in
-      guard case .armed(let armed) = current.state, armed == generation else { return false }
-      current.state = .disarmed
+      guard current == .armed else { return false }
+      current = .done
       return true
     }
     guard due else { return }
