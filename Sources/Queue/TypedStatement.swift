@@ -1,7 +1,7 @@
 /// A statement of `Sources/Queue/SQL` with the types of what it takes and returns, generated from its
 /// header by `scripts/gen-sql.py` (`SQL.LeaseJobs`, ...): callers pass a `Parameters` value and read
 /// `Row` fields, never positional strings or column names.
-public protocol TypedStatement {
+public protocol TypedStatement: SendableMetatype {
   associatedtype Parameters: StatementParameters
   associatedtype Row: StatementRow
   static var statement: SQLStatement { get }

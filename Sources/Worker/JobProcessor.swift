@@ -20,13 +20,8 @@ public struct JobProcessor: Sendable {
   let renders = SharedRenders()
   /// Where stage times go (nil: not recorded).
   let metrics: WorkerMetrics?
-  /// The storage's last refusal: for a while after it, jobs fail at once instead of downloading and
-  /// rendering what the storage would refuse again.
-  let refusals = RefusalWindow(holdFor: .seconds(10))
   /// Finds an earlier job's variants by render key (nil: every job renders).
   let reuse: RenderReuse?
-  /// Render keys rendered here whose outcome is not written yet: a duplicate waits for it.
-  let keysInFlight = RenderKeysInFlight()
 
   public init(
     originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool
@@ -62,19 +57,17 @@ public struct JobProcessor: Sendable {
 
   /// Every slot is taken: the original downloads while the job waits (into the originals cache, where
   /// its `process` finds it).
-  public func waitingForSlot(_ job: LeasedJob) {
-    originals.prefetch(job.sourceURL)
+  public func prefetch(_ url: String) {
+    originals.prefetch(url)
   }
 
-  public func outcomeWritten(_ job: LeasedJob) {
-    keysInFlight.ended(token: job.leaseToken)
-    // A job that ended before it fetched (dropped while it waited for a slot, an invalid profile, a
-    // storage refusal) leaves no prefetch.
-    originals.forgetPrefetch(job.sourceURL)
+  /// The job the prefetch was for ended before it fetched (dropped while it waited for a slot, an invalid
+  /// profile, a storage refusal).
+  public func forgetPrefetch(_ url: String) {
+    originals.forgetPrefetch(url)
   }
 
-  public func process(_ job: LeasedJob) async throws(JobError) -> JobResult {
-    if let refusal = refusals.recent() { throw refusal }
+  public func process(_ job: LeasedJob, _ life: JobLife) async throws(JobError) -> JobResult {
     let profile: Profile
     do {
       profile = try ProfileSpec.parse(name: job.profileName, json: Data(job.profileSpec.utf8))
@@ -87,20 +80,19 @@ public struct JobProcessor: Sendable {
       renders.takeEnrolment(token: job.leaseToken)
       ?? renders.join(url: job.sourceURL, variants: profile.variants)
     // Only the member that renders downloads: the others wait for its variants, not for the bytes.
-    let made = try await renders.variants(for: membership) {
+    let made = try await renders.variants(for: membership, life: life) {
       (specs, alone) throws(JobError) -> SharedRenders.Made? in
       // Only a job alone in its group may take an earlier job's variants instead of rendering.
       let reuse = alone ? reuse.map { reuse in (reuse, job.profileSpec) } : nil
       while true {
-        switch try await render(job.sourceURL, specs, reusing: reuse, token: job.leaseToken) {
+        switch try await render(job.sourceURL, specs, reusing: reuse, life: life) {
         case .rendered(let rendered): return .rendered(rendered)
         case .reused(let result): return .reused(result)
         case .abandoned: return nil
         case .yielded(let weight):
           // Our original was in the way of the decode first in line: it is gone now. Wait our turn
           // holding nothing (the whole cost, original included), then fetch it again.
-          let lease = SlotLease.current
-          switch await memory?.acquire(weight, whenQueued: { lease?.stepAside() }) ?? .granted {
+          switch await memory?.acquire(weight, whenQueued: { life.stepAside(.awaitingMemory) }) ?? .granted {
           case .granted: memory?.release(weight)
           case .cancelled: return nil
           case .neverFits, .yield: break  // render() says so, next time round
@@ -118,9 +110,9 @@ public struct JobProcessor: Sendable {
     // The job's CPU work is done: storing waits on the storage, and then the outcome on the database.
     // Its slot goes to the next job meanwhile, whose lease, fetch and decode then overlap this job's
     // writes instead of following them (docs/benchmarks/scaling.md).
-    SlotLease.current?.stepAside()
+    life.stepAside(.storing)
     let storing = ContinuousClock.now
-    let records = try await store(rendered.variants)
+    let records = try await store(rendered.variants, life: life)
     let storeSeconds = storing.duration(to: .now).inSeconds
     metrics?.stage(.store, seconds: storeSeconds)
     var stageTimes = rendered.info.timings
@@ -136,7 +128,7 @@ public struct JobProcessor: Sendable {
 
   /// Stores the variants, all at once (each is a request or two when the storage is remote), and
   /// returns their rows. The first failure is thrown, a refusal before any other.
-  private func store(_ variants: [RenderedVariant]) async throws(JobError) -> [VariantRecord] {
+  private func store(_ variants: [RenderedVariant], life: JobLife) async throws(JobError) -> [VariantRecord] {
     let keys = await pool.run {
       variants.map { StorageKey.contentAddressed($0.data, fileExtension: $0.format.fileExtension) }
     }
@@ -164,11 +156,11 @@ public struct JobProcessor: Sendable {
       return nil
     }
     if let refusal = failures.first(where: { $0.code == .storageRefused }) {
-      refusals.record(refusal)
+      life.storageAnswered(refusal: refusal)
       throw refusal
     }
     if let failure = failures.first { throw failure }
-    refusals.clear()
+    life.storageAnswered(refusal: nil)
     return results.compactMap { try? $0.get() }
   }
 
@@ -187,8 +179,9 @@ public struct JobProcessor: Sendable {
   /// With `reusing`, first looks for an earlier job with the same render key (the original's SHA-256
   /// with the job's profile spec), and takes its variants instead when there is one.
   private func render(
-    _ url: String, _ variants: [VariantSpec], reusing: (RenderReuse, String)? = nil, token: String
+    _ url: String, _ variants: [VariantSpec], reusing: (RenderReuse, String)? = nil, life: JobLife
   ) async throws(JobError) -> RenderOutcome {
+    life.enter(.fetching)
     let fetching = ContinuousClock.now
     let (original, _) = try await originals.original(for: url)
     let fetchSeconds = fetching.duration(to: .now).inSeconds
@@ -199,17 +192,14 @@ public struct JobProcessor: Sendable {
       if sourceHash == nil { sourceHash = await pool.run { StorageKey.sha256Hex(bytes) } }
       let key = RenderKey.make(source: sourceHash!, spec: spec, storage: store.identity)
       // A job here is rendering the same: its outcome, once written, is what we would find. Its slot
-      // goes to another job meanwhile (the wait is at most RenderKeysInFlight.patience).
-      if keysInFlight.contains(key) {
-        SlotLease.current?.stepAside()
-        await keysInFlight.settled(key)
-      }
+      // goes to another job meanwhile (the wait is short: HeldJobs.Settings.reusePatience).
+      await life.awaitOthersRendering(key)
       if var found = await reuse.find(key) {
         found.stageTimes = StageTimes(fetch: fetchSeconds)
         return .reused(found)
       }
       // We render it: a duplicate behind us waits for our outcome instead of rendering it too.
-      keysInFlight.rendered(key, token: token)
+      life.renders(key)
     }
     // The original's bytes are already counted (its MemoryHold), for as long as `original` lives: keep
     // it alive until the render is done, and reserve only the rest of the cost.
@@ -230,9 +220,8 @@ public struct JobProcessor: Sendable {
     let held = min(cost, original.hold?.bytes ?? 0)
     let weight = cost - held
     if let memory, cost > 0 {
-      // Waiting for memory, the job leaves its core to another job (SlotLease).
-      let lease = SlotLease.current
-      switch await memory.acquire(weight, held: held, whenQueued: { lease?.stepAside() }) {
+      // Waiting for memory, the job leaves its core to another job.
+      switch await memory.acquire(weight, held: held, whenQueued: { life.stepAside(.awaitingMemory) }) {
       case .granted: break
       case .cancelled: return .abandoned
       case .yield: return .yielded(cost)
@@ -245,6 +234,7 @@ public struct JobProcessor: Sendable {
       }
     }
     defer { if let memory, cost > 0 { memory.release(weight) } }
+    life.enter(.rendering)
     let route = economical
     let hash = sourceHash
     let rendered = try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
@@ -271,24 +261,6 @@ extension OriginalRecord {
       lastModified: original.validators.lastModified, format: format?.rawValue,
       size: format.flatMap { ImageProbe.pixelSize(original.bytes, format: $0) })
   }
-}
-
-/// The storage's last refusal, kept for `holdFor`: within it, jobs fail at once with that refusal.
-final class RefusalWindow: Sendable {
-  private let last = Mutex<(at: ContinuousClock.Instant, error: JobError)?>(nil)
-  let holdFor: Duration
-
-  init(holdFor: Duration) { self.holdFor = holdFor }
-
-  func recent(now: ContinuousClock.Instant = .now) -> JobError? {
-    last.withLock { last in
-      guard let (at, error) = last, at.duration(to: now) < holdFor else { return nil }
-      return error
-    }
-  }
-
-  func record(_ error: JobError) { last.withLock { $0 = (.now, error) } }
-  func clear() { last.withLock { $0 = nil } }
 }
 
 /// Looks up an earlier job's variants by render key (JobQueue.findRendered). A failed lookup is a miss:

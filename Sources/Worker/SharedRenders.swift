@@ -121,7 +121,7 @@ final class SharedRenders: Sendable {
   /// When the union does not fit the memory budget, or its renderer gave up, each member renders its
   /// own variants: one profile's huge variant must not fail the others.
   func variants(
-    for membership: Membership,
+    for membership: Membership, life: JobLife,
     render: ([VariantSpec], _ alone: Bool) async throws(JobError) -> Made?
   ) async throws(JobError) -> Made {
     let group = membership.group
@@ -138,11 +138,11 @@ final class SharedRenders: Sendable {
     }
     let mine = group.state.withLock { $0.members[membership.id]! }
     guard let lead else {
-      // Waiting for another job's decode uses no core: leave it to a job that can (SlotLease).
-      if !group.result.isResolved { SlotLease.current?.stepAside() }
+      // Waiting for another job's decode uses no core: leave it to a job that can.
+      if !group.result.isResolved { life.stepAside(.awaitingSharedRender) }
       switch await group.result.value {
       case .some(let shared): return .rendered(try Self.own(shared.get(), membership: membership))
-      case .none: return try await variants(for: alone(variants: mine), render: render)
+      case .none: return try await variants(for: alone(variants: mine), life: life, render: render)
       }
     }
     var outcome: Result<Rendered, JobError>?
@@ -162,7 +162,7 @@ final class SharedRenders: Sendable {
     }
     group.result.resolve(outcome)
     guard let outcome else {
-      if lead.ids.count > 1 { return try await variants(for: alone(variants: mine), render: render) }
+      if lead.ids.count > 1 { return try await variants(for: alone(variants: mine), life: life, render: render) }
       throw JobError(.internalError, "abandoned while waiting to render")
     }
     state.withLock {

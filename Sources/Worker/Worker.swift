@@ -15,24 +15,25 @@ import Transport
 /// Turns one leased job into stored variants, or a classified error. The worker's real handler is
 /// JobProcessor; benchmarks plug in handlers that do nothing, to measure the queue alone.
 public protocol JobHandler: Sendable {
-  func process(_ job: LeasedJob) async throws(JobError) -> JobResult
+  /// The job's work once it has a slot. `life` takes what the work reports about itself (its phase, a
+  /// wait that leaves its core to another job).
+  func process(_ job: LeasedJob, _ life: JobLife) async throws(JobError) -> JobResult
   /// The job was leased and waits for a slot (JobProcessor joins its URL's shared decode here, so that
   /// jobs leased together decode together whatever the number of slots).
   func leased(_ job: LeasedJob)
   /// The job was abandoned before it got a slot: `process` will not be called.
   func dropped(_ job: LeasedJob)
-  /// Every slot is taken and the job waits for one (JobProcessor downloads its original meanwhile).
-  func waitingForSlot(_ job: LeasedJob)
-  /// The job's outcome is written, or will not be (abandoned, dropped): called once for every job
-  /// started, after `process` (if it ran) and its outcome.
-  func outcomeWritten(_ job: LeasedJob)
+  /// A job waits for a slot: its original may download meanwhile.
+  func prefetch(_ url: String)
+  /// The job a prefetch was for ended without fetching it.
+  func forgetPrefetch(_ url: String)
 }
 
 extension JobHandler {
   public func leased(_ job: LeasedJob) {}
   public func dropped(_ job: LeasedJob) {}
-  public func waitingForSlot(_ job: LeasedJob) {}
-  public func outcomeWritten(_ job: LeasedJob) {}
+  public func prefetch(_ url: String) {}
+  public func forgetPrefetch(_ url: String) {}
 }
 
 extension JobProcessor: JobHandler {}
@@ -115,9 +116,10 @@ public final class Worker: Sendable {
     let completer = Completer(queue: writer, logger: logger, activity: activity.reporter(for: "completer")) {
       [metrics] in metrics.outcomeBatch()
     }
+    var held = HeldJobs<JobRunner.Execution>.Settings(slots: config.concurrency)
+    held.retryPolicy = config.retryPolicy
     let runner = JobRunner(
-      concurrency: config.concurrency, handler: handler, completer: completer, metrics: metrics,
-      retryPolicy: config.retryPolicy, logger: logger)
+      settings: held, handler: handler, completer: completer, metrics: metrics, logger: logger)
     metrics.budget(config.memoryBudget)
     let record = WorkerRecord(
       id: config.workerID, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()),

@@ -19,7 +19,7 @@ struct Bench: AsyncParsableCommand {
 
 /// A handler that does nothing: what is left is the queue's own cost.
 struct NoopHandler: JobHandler {
-  func process(_ job: LeasedJob) async throws(JobError) -> JobResult { [] }
+  func process(_ job: LeasedJob, _ life: JobLife) async throws(JobError) -> JobResult { [] }
 }
 
 /// Deletes every bench job (before a run, and after it, so runs do not pile up).
@@ -127,7 +127,7 @@ final class StartRecorder: JobHandler, Sendable {
   let starts = Mutex<[Int64: ContinuousClock.Instant]>([:])
   let started = WakeSignal()
 
-  func process(_ job: LeasedJob) async throws(JobError) -> JobResult {
+  func process(_ job: LeasedJob, _ life: JobLife) async throws(JobError) -> JobResult {
     let now = ContinuousClock.now
     starts.withLock { $0[job.id] = now }
     started.signal()

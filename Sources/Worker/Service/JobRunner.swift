@@ -2,145 +2,187 @@ import Foundation
 import Logging
 import Queue
 import Synchronization
-import ThumbCore
+public import ThumbCore
 
-/// The jobs this process holds: their leases (`LeaseBook`), their tasks, and what becomes of each. The
-/// producer starts jobs here, the keeper extends and drops their leases here, and every outcome is
-/// written through the Completer and counted in `WorkerMetrics` here.
+/// Runs the jobs this process holds. Every decision about them (slots, leases, outcomes, waits) is made
+/// by `HeldJobs`, kept here under one lock; this performs the actions it returns, outside the lock: it
+/// starts each job's work, writes outcomes through the Completer, abandons work whose lease is gone,
+/// and counts and logs what became of each job.
 final class JobRunner: Sendable {
-  /// One job's work, run in an unstructured task so that abandoning it (lease lost, hand-back) frees its
-  /// slot at once even while a blocking call it made is still running on a pool thread.
-  struct Execution: Sendable {
+  typealias Jobs = HeldJobs<Execution>
+
+  /// One job's work, run in an unstructured task so that abandoning it (lease lost, hand-back) ends the
+  /// job at once even while a blocking call it made is still running on a pool thread.
+  final class Execution: Sendable {
     let job: LeasedJob
-    let result: OneShot<Result<JobResult, JobError>?>
-    let work: Task<Void, Never>
+    let lease: JobLease
+    /// The outcome to write, or nil: abandoned, nothing to write.
+    let ended = OneShot<(outcome: JobOutcome, variants: Int)?>()
+    private let task = Mutex<(task: Task<Void, Never>?, abandoned: Bool)>((nil, false))
+    /// What the work made, kept for the outcome.
+    let result = Mutex<JobResult?>(nil)
+    /// Resolved when a wait for another job's outcome (render reuse) may end.
+    let reuseWait = Mutex<OneShot<Void>?>(nil)
+
+    init(_ job: LeasedJob) {
+      self.job = job
+      self.lease = JobLease(id: job.id, token: job.leaseToken)
+    }
+
+    func begin(_ body: @escaping @Sendable () async -> Void) {
+      task.withLock { state in
+        guard !state.abandoned else { return }
+        state.task = Task { await body() }
+      }
+    }
 
     func abandon() {
-      result.resolve(nil)
-      work.cancel()
+      ended.resolve(nil)
+      task.withLock { state in
+        state.abandoned = true
+        state.task?.cancel()
+      }
+      reuseWait.withLock { $0 }?.resolve(())
     }
   }
 
-  let book = Mutex(LeaseBook<Execution>())
-  private let runningCount = Atomic<Int>(0)
-  /// Running jobs whose work is done and whose outcome is being written (the Completer's round trip).
-  private let finishingCount = Atomic<Int>(0)
-  /// Jobs the storage refused in a row (reset by a success): how long the next one waits.
-  private let refusalStreak = Atomic<Int>(0)
-  /// The wait of a job the storage refused: 10 s doubling to 5 minutes, while the configuration is
-  /// fixed. No attempt is used (JobOutcome.deferred).
-  static let refusalBackoff = Backoff(first: .seconds(10), cap: .seconds(300), jitter: .shorterBy(0.25))
-  /// Running jobs that gave their slot up while they wait for memory or a shared decode (SlotLease).
-  private let asideCount = Atomic<Int>(0)
+  private let jobs: Mutex<Jobs>
   /// Signalled when a job ends or steps aside: the producer may lease again.
   let wake = WakeSignal()
-  private let slots: AdmissionGate
   private let handler: any JobHandler
   private let completer: Completer
   private let metrics: WorkerMetrics
-  private let retryPolicy: RetryPolicy
   private let logger: Logger
 
   init(
-    concurrency: Int, handler: any JobHandler, completer: Completer, metrics: WorkerMetrics,
-    retryPolicy: RetryPolicy, logger: Logger
+    settings: Jobs.Settings, handler: any JobHandler, completer: Completer, metrics: WorkerMetrics,
+    logger: Logger
   ) {
-    self.slots = AdmissionGate(capacity: concurrency)
+    self.jobs = Mutex(Jobs(settings))
     self.handler = handler
     self.completer = completer
     self.metrics = metrics
-    self.retryPolicy = retryPolicy
     self.logger = logger
   }
 
-  var running: Int { runningCount.load(ordering: .acquiring) }
-  /// Running jobs that hold no slot and need no core any more: their outcome is being written. The
-  /// producer leases for them at once, so that the next job's lease and fetch overlap the write instead
-  /// of following it.
-  var finishing: Int { finishingCount.load(ordering: .acquiring) }
-  var aside: Int { asideCount.load(ordering: .acquiring) }
+  /// Jobs held, from their lease until their outcome is written.
+  var running: Int { jobs.withLock { $0.running } }
+  /// Held jobs whose outcome is being written: they need no slot.
+  var finishing: Int { jobs.withLock { $0.finishing } }
+  /// Held jobs at work without a slot (waiting for memory, a shared decode, the storage).
+  var aside: Int { jobs.withLock { $0.aside } }
+  /// Where every held job is, for `/debug/jobs`.
+  var snapshot: [Jobs.Snapshot] { jobs.withLock { $0.snapshot } }
 
-  /// Starts the jobs of one lease. Every job joins its URL's shared decode before any of them can start
-  /// rendering; each then waits for a slot in lease order.
-  func start(_ jobs: [LeasedJob], in group: inout DiscardingTaskGroup) {
-    for job in jobs { handler.leased(job) }
-    for job in jobs { start(job, in: &group) }
+  /// Runs one event on the held jobs and performs the actions it returns.
+  private func modify(_ event: (inout Jobs) -> [Jobs.Action]) {
+    perform(jobs.withLock { event(&$0) })
   }
 
-  private func start(_ job: LeasedJob, in group: inout DiscardingTaskGroup) {
-    runningCount.add(1, ordering: .acquiringAndReleasing)
-    let result = OneShot<Result<JobResult, JobError>?>()
-    let (handler, slots) = (self.handler, self.slots)
-    let work = Task { [self] in
-      // Every slot taken: the job waits, its original downloading meanwhile (the producer leases
-      // `WorkerConfig.leaseAhead` jobs beyond the slots for this).
-      guard await slots.acquire(1, whenQueued: { handler.waitingForSlot(job) }) == .granted else {
-        // abandoned while waiting: already resolved
-        handler.dropped(job)
-        return
-      }
-      let lease = SlotLease(slots: slots) { change in
-        self.asideCount.add(change, ordering: .acquiringAndReleasing)
-        if change > 0 { self.wake.signal() }
-      }
-      let outcome = await SlotLease.$current.withValue(lease) {
-        await Result { () async throws(JobError) in try await handler.process(job) }
-      }
-      // Counted as finishing before the slot (or the place among those standing aside) is given up, so
-      // that the producer never counts the job twice as free. The task below that writes the outcome
-      // uncounts it; if the job was abandoned meanwhile, nothing will be written: uncounted here.
-      self.finishingCount.add(1, ordering: .acquiringAndReleasing)
-      if !result.resolve(outcome) { self.finishingCount.subtract(1, ordering: .acquiringAndReleasing) }
-      lease.end()
-      self.wake.signal()
+  /// Starts the jobs of one lease. Each takes a free slot or waits for one, its original downloading
+  /// meanwhile; its outcome is written from a task of the producer's group, which the producer awaits
+  /// before it ends.
+  func start(_ leased: [LeasedJob], in group: inout DiscardingTaskGroup) {
+    let executions = leased.map(Execution.init)
+    for job in leased { handler.leased(job) }
+    modify { jobs in
+      jobs.leased(
+        executions.map {
+          .init(
+            lease: $0.lease, url: $0.job.sourceURL, attempt: $0.job.attempt, maxAttempts: $0.job.maxAttempts,
+            work: $0)
+        }, now: .now)
     }
-    let superseded = book.withLock {
-      $0.hold(id: job.id, token: job.leaseToken, payload: Execution(job: job, result: result, work: work))
-    }
-    superseded?.abandon()
-    group.addTask {
-      let outcome = await result.value
-      await self.finish(job, outcome)
-      handler.outcomeWritten(job)
-      // Set by the job's own task when it resolved `result`; nil: abandoned, never counted.
-      if outcome != nil { self.finishingCount.subtract(1, ordering: .acquiringAndReleasing) }
-      self.runningCount.subtract(1, ordering: .acquiringAndReleasing)
-      self.wake.signal()
+    for execution in executions {
+      group.addTask { await self.finish(execution) }
     }
   }
 
-  /// Writes the job's outcome, unless its lease is no longer ours.
-  private func finish(_ job: LeasedJob, _ outcome: Result<JobResult, JobError>?) async {
-    let jobLogger = logger.with(["job.id": "\(job.id)", "job.attempt": "\(job.attempt)"])
-    guard let outcome, book.withLock({ $0.status(of: job.id, token: job.leaseToken) }) == .held else {
-      // Abandoned: the keeper logged the lost lease, or the stop path handed the job back.
-      _ = book.withLock { $0.release(id: job.id, token: job.leaseToken) }
-      return
+  private func perform(_ actions: [Jobs.Action]) {
+    var wakeProducer = false
+    for action in actions {
+      switch action {
+      case .start(let execution, let refusedBy):
+        execution.begin { await self.work(execution, refusedBy: refusedBy) }
+      case .prefetch(let url):
+        handler.prefetch(url)
+      case .forgetPrefetch(let url):
+        handler.forgetPrefetch(url)
+      case .abandon(let execution, let reason, let wasWaiting):
+        if reason == .leaseLost {
+          metrics.leaseLost()
+          logger.warning(
+            "lease_lost job_id=\(execution.job.id): heartbeat refused (job cancelled, or lease expired and taken); work abandoned"
+          )
+        }
+        execution.abandon()
+        if wasWaiting { handler.dropped(execution.job) }
+      case .writeOutcome(let execution, let decision):
+        execution.ended.resolve(Self.outcome(decision, of: execution))
+      case .endReuseWait(let executions):
+        for execution in executions { execution.reuseWait.withLock { $0 }?.resolve(()) }
+      case .wakeProducer:
+        wakeProducer = true
+      }
     }
-    let write: JobOutcome
+    if wakeProducer { wake.signal() }
+  }
+
+  private static func outcome(
+    _ decision: Jobs.OutcomeDecision, of execution: Execution
+  ) -> (outcome: JobOutcome, variants: Int)? {
+    switch decision {
+    case .succeeded:
+      guard let result = execution.result.withLock({ $0 }) else { return nil }
+      return (.succeeded(result), result.variants.count)
+    case .failed(let error, let retryAfter): return (.failed(error, retryAfter: retryAfter), 0)
+    case .deferred(let error, let retryAfter): return (.deferred(error, retryAfter: retryAfter), 0)
+    }
+  }
+
+  /// The job's work, once it has a slot.
+  private func work(_ execution: Execution, refusedBy: JobError?) async {
+    let life = JobLife(runner: self, lease: execution.lease)
+    let outcome: Result<JobResult, JobError>
+    if let refusedBy {
+      outcome = .failure(refusedBy)
+    } else {
+      outcome = await Result { () async throws(JobError) in try await handler.process(execution.job, life) }
+    }
+    let failure: JobError?
     switch outcome {
-    case .success(let records):
-      write = .succeeded(records)
-      refusalStreak.store(0, ordering: .relaxed)
-    case .failure(let error) where error.code == .storageRefused:
-      let streak = refusalStreak.add(1, ordering: .relaxed).newValue
-      write = .deferred(
-        error, retryAfter: Self.refusalBackoff.seconds(afterFailures: streak, unit: Double.random(in: 0..<1)))
+    case .success(let result):
+      execution.result.withLock { $0 = result }
+      failure = nil
     case .failure(let error):
-      let decision = retryPolicy.decide(
-        code: error.code, attempt: job.attempt, maxAttempts: job.maxAttempts, unit: Double.random(in: 0..<1))
-      if case .retry(let seconds) = decision {
-        write = .failed(error, retryAfter: max(seconds, error.retryNotBeforeSeconds ?? 0))
-      } else {
-        write = .failed(error, retryAfter: nil)
-      }
+      failure = error
     }
-    let written = await completer.record(job, write)
-    let endedAs = book.withLock { $0.release(id: job.id, token: job.leaseToken) }
-    switch (written, write) {
-    case (true?, .succeeded(let result)):
+    modify { $0.workEnded(execution.lease, failure: failure, unit: Double.random(in: 0..<1), now: .now) }
+  }
+
+  /// Writes the job's outcome once its work has ended, unless its lease is no longer ours; then lets the
+  /// job go.
+  private func finish(_ execution: Execution) async {
+    let job = execution.job
+    let ended = await execution.ended.value
+    var written: Bool?
+    if let ended, jobs.withLock({ $0.mayWrite(execution.lease) }) {
+      written = await completer.record(job, ended.outcome)
+    }
+    let (endedIn, actions) = jobs.withLock { $0.released(execution.lease) }
+    perform(actions)
+    guard let ended else { return }  // abandoned: logged where the lease was found lost
+    log(job, ended, written: written, stillHeld: endedIn == .writingOutcome)
+  }
+
+  private func log(
+    _ job: LeasedJob, _ ended: (outcome: JobOutcome, variants: Int), written: Bool?, stillHeld: Bool
+  ) {
+    let jobLogger = logger.with(["job.id": "\(job.id)", "job.attempt": "\(job.attempt)"])
+    switch (written, ended.outcome) {
+    case (true?, .succeeded):
       metrics.job(.succeeded)
-      jobLogger.info("job succeeded", metadata: ["job.variants": "\(result.variants.count)"])
+      jobLogger.info("job succeeded", metadata: ["job.variants": "\(ended.variants)"])
     case (true?, .failed(let error, let retryAfter)):
       metrics.job(retryAfter == nil ? .failed : .retried, code: error.code)
       jobLogger.notice(
@@ -158,12 +200,12 @@ final class JobRunner: Sendable {
           "error.code": "\(error.code.rawValue)", "error.message": "\(error.message)",
           "retry.after_seconds": "\(String(format: "%.1f", retryAfter))",
         ])
-    case (false?, _) where endedAs == .held:
+    case (false?, _) where stillHeld:
       metrics.leaseLost()
       jobLogger.warning(
         "lease_lost job_id=\(job.id): the outcome was refused (lease expired or job cancelled); results discarded"
       )
-    case (nil, _):
+    case (nil, _) where stillHeld:
       // The database stayed unreachable. The lease will expire and the job will run again: nothing is
       // lost, at worst the work is repeated.
       jobLogger.error("could not record the job's outcome; its lease will expire and it will run again")
@@ -175,31 +217,103 @@ final class JobRunner: Sendable {
   /// Hands back every job still held (queued again at once, the attempt not counted) and abandons its
   /// work: the end of a graceful stop.
   func handBackAll() async {
-    let leftovers = book.withLock { $0.handBackAll() }
+    let leftovers = jobs.withLock { $0.handBackAll(now: .now) }
     if leftovers.isEmpty { return }
     let returned = await withTaskGroup(of: Bool.self) { group in
       for leftover in leftovers {
-        group.addTask { await self.completer.record(leftover.payload.job, .handedBack) == true }
+        group.addTask { await self.completer.record(leftover.job, .handedBack) == true }
       }
       return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
     }
     for _ in 0..<returned { metrics.job(.handedBack) }
     logger.notice(
       "handed back unfinished jobs",
-      metadata: ["job.ids": "\(leftovers.map(\.id))", "jobs.returned": "\(returned)"])
-    leftovers.forEach { $0.payload.abandon() }
+      metadata: ["job.ids": "\(leftovers.map(\.job.id))", "jobs.returned": "\(returned)"])
+    modify { $0.abandonHandedBack() }
   }
 
-  /// Abandons the jobs whose lease the database refused to extend.
-  func leasesLost(_ lost: [(Int64, Execution)]) {
-    for (id, execution) in lost {
-      metrics.leaseLost()
-      logger.warning(
-        "lease_lost job_id=\(id): heartbeat refused (job cancelled, or lease expired and taken); work abandoned"
-      )
-      execution.abandon()
-    }
+  /// The leases to extend in the next heartbeat.
+  var leasesToExtend: [JobLease] { jobs.withLock { $0.leasesToExtend } }
+
+  /// A heartbeat extended `extended` of the `sent` leases: the others are lost, their work abandoned.
+  func heartbeatAnswered(sent: [JobLease], extended: Set<Int64>) {
+    modify { $0.heartbeatAnswered(sent: sent, extended: extended, now: .now) }
   }
+
+  // MARK: - What a job's work tells the runner (through its JobLife)
+
+  fileprivate func entered(_ phase: JobPhase, _ lease: JobLease) {
+    jobs.withLock { $0.entered(phase, lease, now: .now) }
+  }
+
+  fileprivate func steppedAside(_ phase: JobPhase, _ lease: JobLease) {
+    modify { $0.steppedAside(phase, lease, now: .now) }
+  }
+
+  fileprivate func storageAnswered(refusal: JobError?) {
+    jobs.withLock { $0.storageAnswered(refusal: refusal, now: .now) }
+  }
+
+  fileprivate func renders(_ key: String, _ lease: JobLease) {
+    jobs.withLock { $0.renders(key, lease) }
+  }
+
+  /// Returns once no other job here renders `key`, or after the patience. True when it waited.
+  fileprivate func awaitOthersRendering(_ key: String, _ lease: JobLease) async -> Bool {
+    // Set before the event, so that an end of the wait decided right after it finds the wait.
+    let wait = OneShot<Void>()
+    jobs.withLock { $0.work(of: lease) }?.reuseWait.withLock { $0 = wait }
+    let (until, actions) = jobs.withLock { $0.lookingForReuse(key, lease, now: .now) }
+    perform(actions)
+    guard let until else { return false }
+    let timer = Task {
+      try? await Task.sleep(until: until)
+      wait.resolve(())
+    }
+    await withTaskCancellationHandler {
+      await wait.value
+    } onCancel: {
+      wait.resolve(())
+    }
+    timer.cancel()
+    jobs.withLock { $0.reuseWaitEnded(lease) }
+    return true
+  }
+}
+
+/// What a job's work tells the worker about itself as it goes: the phase it is in, a wait that leaves
+/// its core to another job, the render key it renders, the storage's answer. Each call is one event on
+/// the worker's `HeldJobs`. A job processed outside a worker has a life that records nothing.
+public struct JobLife: Sendable {
+  fileprivate let runner: JobRunner?
+  fileprivate let lease: JobLease
+
+  fileprivate init(runner: JobRunner?, lease: JobLease) {
+    self.runner = runner
+    self.lease = lease
+  }
+
+  /// For a job that no worker holds.
+  public static let unheld = JobLife(runner: nil, lease: JobLease(id: 0, token: ""))
+
+  /// The work goes on to `phase`, keeping its slot.
+  public func enter(_ phase: JobPhase) { runner?.entered(phase, lease) }
+
+  /// The work waits for something other than a core: its slot goes to the next job.
+  public func stepAside(_ phase: JobPhase) { runner?.steppedAside(phase, lease) }
+
+  /// Returns once no other job here renders `key` (its outcome, once written, is what a lookup finds),
+  /// or after a short patience. True when it had to wait.
+  @discardableResult
+  public func awaitOthersRendering(_ key: String) async -> Bool {
+    await runner?.awaitOthersRendering(key, lease) ?? false
+  }
+
+  /// The job renders `key` itself: a job here that finds the same key waits for this one's outcome.
+  public func renders(_ key: String) { runner?.renders(key, lease) }
+
+  /// The storage took the job's variants (`refusal` nil) or refused them.
+  public func storageAnswered(refusal: JobError?) { runner?.storageAnswered(refusal: refusal) }
 }
 
 extension Logger {

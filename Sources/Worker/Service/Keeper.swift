@@ -182,18 +182,18 @@ struct Keeper: Service, WithServiceContext {
   }
 
   private func extendLeases() async {
-    let leases = runner.book.withLock { $0.leasesToExtend() }
+    let leases = runner.leasesToExtend
     if leases.isEmpty { return }
     let extended: Set<Int64>
     do {
       extended = try await readiness.observe { () throws(PostgresError) in
-        try await queue.heartbeat(leases, leaseSeconds: config.leaseSeconds)
+        try await queue.heartbeat(leases.map { ($0.id, $0.token) }, leaseSeconds: config.leaseSeconds)
       }
     } catch {
       logger.warning("heartbeat failed; leases run on until they expire", metadata: ["error": "\(error)"])
       return
     }
-    runner.leasesLost(runner.book.withLock { $0.heartbeatAnswered(sent: leases, extended: extended) })
+    runner.heartbeatAnswered(sent: leases, extended: extended)
   }
 
   private func housekeeping() async {

@@ -1,0 +1,429 @@
+/// The jobs one worker holds and the life of each, as a value: events in, actions out (after
+/// postgres-nio's `PoolStateMachine`). No I/O, no locks and no clock of its own: the worker's `JobRunner`
+/// keeps it under one lock, reports what happened with the time it happened, and performs the actions it
+/// gets back outside the lock. `Work` is the runner's handle on one job (its task, its outcome).
+///
+/// A job's life, keyed by its lease (job id and lease token):
+///
+///     leased ─▶ awaiting_slot ─▶ started ─▶ fetching ─▶ rendering ─▶ storing ─▶ writing_outcome ─▶ (done)
+///                  │ prefetch                  │    ▲        ▲
+///                  │                           ▼    │        │
+///                  │         awaiting_reuse / awaiting_shared_render / awaiting_memory (slot given up)
+///                  ▼
+///     at any point before its outcome is written: lease_lost (a heartbeat was refused) or handed_back
+///     (a stopping worker returned it); its work is abandoned and nothing is written.
+///
+/// Job slots (`--concurrency`) are given first come, first served. A job that waits for something other
+/// than a core (memory, another job's decode, another job's outcome, the storage) gives its slot to the
+/// next job and finishes without taking one back: taking one back could deadlock (a granted decode
+/// waiting for a slot held by a download paused for that decode's memory), and memory, not the slot,
+/// bounds what a granted decode costs. A job whose lease is gone keeps its slot until its work has
+/// really stopped (a blocking call may still be running on a pool thread).
+public struct HeldJobs<Work> {
+  public struct Settings: Sendable {
+    /// Job slots: jobs that may use a core at once.
+    public var slots: Int
+    /// When a job whose attempt failed with a transient error runs again.
+    public var retryPolicy = RetryPolicy()
+    /// The wait of a job the storage refused, while the worker's storage configuration is wrong: 10 s
+    /// doubling to 5 minutes. No attempt is used.
+    public var refusalBackoff = Backoff(first: .seconds(10), cap: .seconds(300), jitter: .shorterBy(0.25))
+    /// For this long after the storage refused a write, jobs fail at once with that refusal instead of
+    /// downloading and rendering what the storage would refuse again.
+    public var refusalHold: Duration = .seconds(10)
+    /// How long a job waits for the outcome of another job here rendering the same render key before
+    /// it renders anyway: reuse saves work, it is never needed for a correct result.
+    public var reusePatience: Duration = .seconds(2)
+
+    public init(slots: Int) { self.slots = slots }
+  }
+
+  /// What the runner does, outside the lock, in the order given.
+  public enum Action {
+    /// The job has a slot: start its work. `refusedBy`: the storage refused a write moments ago; the
+    /// work ends at once with that error instead.
+    case start(Work, refusedBy: JobError?)
+    /// Start downloading the job's original while it waits for a slot.
+    case prefetch(url: String)
+    /// The job ended without fetching the original prefetched for it: drop that download.
+    case forgetPrefetch(url: String)
+    /// The lease is gone: cancel the work; nothing of it is written. `wasWaiting`: it never started
+    /// (it had no slot yet).
+    case abandon(Work, because: Abandonment, wasWaiting: Bool)
+    /// The work is over: write this outcome (unless the lease goes meanwhile: ask `mayWrite`).
+    case writeOutcome(Work, OutcomeDecision)
+    /// Jobs waiting for a render key's outcome may look for it now.
+    case endReuseWait([Work])
+    /// A job ended or gave up its slot: the producer may lease again.
+    case wakeProducer
+  }
+
+  public enum Abandonment: Sendable, Equatable {
+    /// A heartbeat was refused.
+    case leaseLost
+    /// A stopping worker returned the job.
+    case handedBack
+    /// The job came back to this worker under a newer lease (the older one expired unnoticed).
+    case superseded
+  }
+
+  /// How a job's attempt is recorded.
+  public enum OutcomeDecision: Equatable, Sendable {
+    case succeeded
+    /// `retryAfter` nil: failed for good.
+    case failed(JobError, retryAfter: Double?)
+    /// The worker's storage refused it: queued again after `retryAfter`, no attempt used.
+    case deferred(JobError, retryAfter: Double)
+  }
+
+  /// A held job as the worker's `/debug/jobs` shows it.
+  public struct Snapshot: Equatable, Sendable {
+    public var id: Int64
+    public var attempt: Int
+    public var phase: JobPhase
+    public var since: ContinuousClock.Instant
+    public var holdsSlot: Bool
+  }
+
+  fileprivate struct Entry {
+    var lease: JobLease
+    var url: String
+    var attempt: Int
+    var maxAttempts: Int
+    var work: Work
+    var phase: JobPhase
+    var since: ContinuousClock.Instant
+    /// Its work began and has not ended yet.
+    var working = false
+    /// A download of its original was started for it while it waited for a slot.
+    var prefetched = false
+    /// The render key it renders (others with the same key wait for its outcome).
+    var renderKey: String?
+    /// The render key whose outcome it waits for.
+    var awaitingKey: String?
+  }
+
+  public let settings: Settings
+  private var entries: [Int64: Entry] = [:]
+  /// Jobs waiting for a slot, first come first served.
+  private var slotQueue: [JobLease] = []
+  /// The leases whose work holds a slot (a lease lost or superseded keeps its slot until its work ends).
+  private var slotHolders: Set<JobLease> = []
+  private var refusal: (at: ContinuousClock.Instant, error: JobError)?
+  /// Jobs the storage refused in a row (reset by a success): how long the next one waits.
+  private var refusalStreak = 0
+
+  public init(_ settings: Settings) { self.settings = settings }
+
+  // MARK: - What the producer and the keeper read
+
+  /// Jobs held, from their lease until their outcome is written (or their work abandoned).
+  public var running: Int { entries.count }
+  /// Jobs whose outcome is being written: they need no slot, so the producer leases for them at once
+  /// and the next job's lease and fetch overlap the write.
+  public var finishing: Int { entries.values.filter { $0.phase == .writingOutcome }.count }
+  /// Jobs at work without a slot (waiting for memory, a shared decode, another's outcome, the storage).
+  public var aside: Int {
+    entries.values.filter { $0.working && !slotHolders.contains($0.lease) }.count
+  }
+  public var freeSlots: Int { settings.slots - slotHolders.count }
+
+  /// The leases to extend in the next heartbeat, in id order.
+  public var leasesToExtend: [JobLease] {
+    entries.values.filter { $0.phase.isHeld }.map(\.lease).sorted { $0.id < $1.id }
+  }
+
+  public func phase(of lease: JobLease) -> JobPhase? { entry(lease)?.phase }
+
+  public func work(of lease: JobLease) -> Work? { entry(lease)?.work }
+
+  public var snapshot: [Snapshot] {
+    entries.values.sorted { $0.lease.id < $1.lease.id }.map {
+      Snapshot(
+        id: $0.lease.id, attempt: $0.attempt, phase: $0.phase, since: $0.since,
+        holdsSlot: slotHolders.contains($0.lease))
+    }
+  }
+
+  // MARK: - Events
+
+  public struct LeasedWork {
+    public var lease: JobLease
+    public var url: String
+    public var attempt: Int
+    public var maxAttempts: Int
+    public var work: Work
+
+    public init(lease: JobLease, url: String, attempt: Int, maxAttempts: Int, work: Work) {
+      self.lease = lease
+      self.url = url
+      self.attempt = attempt
+      self.maxAttempts = maxAttempts
+      self.work = work
+    }
+  }
+
+  /// A lease statement returned these jobs. Each takes a free slot or waits for one in line, its
+  /// original downloading meanwhile. An older lease of ours on the same job (it expired unnoticed, say
+  /// during a database outage, and the job came back to us) is over: its work is abandoned.
+  public mutating func leased(_ jobs: [LeasedWork], now: ContinuousClock.Instant) -> [Action] {
+    var actions: [Action] = []
+    for job in jobs {
+      if let old = entries[job.lease.id] { actions += remove(old, abandoning: .superseded) }
+      entries[job.lease.id] = Entry(
+        lease: job.lease, url: job.url, attempt: job.attempt, maxAttempts: job.maxAttempts, work: job.work,
+        phase: .awaitingSlot, since: now)
+      slotQueue.append(job.lease)
+    }
+    return actions + grantSlots(now: now)
+  }
+
+  /// The job's work went on to `phase`, keeping whatever slot it holds.
+  public mutating func entered(_ phase: JobPhase, _ lease: JobLease, now: ContinuousClock.Instant) {
+    update(lease) { entry in
+      guard entry.phase.isHeld, entry.phase != phase else { return }
+      entry.phase = phase
+      entry.since = now
+    }
+  }
+
+  /// The job waits for something other than a core (`phase`): its slot goes to the next job.
+  public mutating func steppedAside(
+    _ phase: JobPhase, _ lease: JobLease, now: ContinuousClock.Instant
+  ) -> [Action] {
+    entered(phase, lease, now: now)
+    return releaseSlot(of: lease, now: now)
+  }
+
+  /// The job's work ended (`failure` nil: it succeeded). A held job's outcome is decided here and goes
+  /// to be written; `unit` is a random number in [0, 1) for the retry's jitter. Its slot goes to the
+  /// next job.
+  public mutating func workEnded(
+    _ lease: JobLease, failure: JobError?, unit: Double, now: ContinuousClock.Instant
+  ) -> [Action] {
+    var actions: [Action] = []
+    if var entry = entry(lease), entry.working {
+      entry.working = false
+      if entry.phase.isHeld {
+        entry.phase = .writingOutcome
+        entry.since = now
+        actions.append(.writeOutcome(entry.work, decide(entry, failure: failure, unit: unit)))
+      }
+      entries[lease.id] = entry
+    }
+    return actions + releaseSlot(of: lease, now: now)
+  }
+
+  /// Whether the outcome may still be written: the lease was not lost or handed back since the work ended.
+  public func mayWrite(_ lease: JobLease) -> Bool { entry(lease)?.phase == .writingOutcome }
+
+  /// The job's outcome was written (or will not be: its work was abandoned). Returns the phase it ended
+  /// in (`writingOutcome` when it was still held), or nil when a newer lease on the job replaced it.
+  public mutating func released(_ lease: JobLease) -> (endedIn: JobPhase?, actions: [Action]) {
+    guard let entry = entry(lease) else { return (nil, []) }
+    return (entry.phase, remove(entry, abandoning: nil) + [.wakeProducer])
+  }
+
+  /// A heartbeat answered: every lease sent but not extended is lost (unless the job was leased again
+  /// since, under another token). The work of each is abandoned.
+  public mutating func heartbeatAnswered(
+    sent: [JobLease], extended: Set<Int64>, now: ContinuousClock.Instant
+  ) -> [Action] {
+    var actions: [Action] = []
+    for lease in sent where !extended.contains(lease.id) {
+      actions += end(lease, as: .leaseLost, now: now)
+    }
+    return actions
+  }
+
+  /// The end of a graceful stop: every job still held is handed back. Returns their work, in id order,
+  /// for the hand-back write; abandon them once it is written.
+  public mutating func handBackAll(now: ContinuousClock.Instant) -> [Work] {
+    let held = leasesToExtend
+    for lease in held {
+      update(lease) { entry in
+        entry.phase = .handedBack
+        entry.since = now
+      }
+    }
+    return held.compactMap { entry($0)?.work }
+  }
+
+  /// The jobs handed back by `handBackAll`, to abandon once the hand-back is written.
+  public mutating func abandonHandedBack() -> [Action] {
+    entries.values.filter { $0.phase == .handedBack }.sorted { $0.lease.id < $1.lease.id }.flatMap {
+      abandonWork(of: $0.lease, because: .handedBack)
+    }
+  }
+
+  // MARK: Render reuse
+
+  /// The job found the render key of its original and profile, and will look for an earlier job's
+  /// variants under it. Reuse finds a job only once its outcome is written: if a job here is rendering
+  /// the same key, the job waits (its slot given up) until that outcome is written or until `until`,
+  /// whichever is first (`endReuseWait`, or the runner's timer and `reuseWaitEnded`). Nil: look now.
+  public mutating func lookingForReuse(
+    _ key: String, _ lease: JobLease, now: ContinuousClock.Instant
+  ) -> (until: ContinuousClock.Instant?, actions: [Action]) {
+    let busy = entries.values.contains { $0.renderKey == key && $0.lease != lease }
+    guard busy, entry(lease)?.phase.isHeld == true else { return (nil, []) }
+    update(lease) { $0.awaitingKey = key }
+    return (now + settings.reusePatience, steppedAside(.awaitingReuse, lease, now: now))
+  }
+
+  /// The job's wait for another's outcome is over (it was written, or the patience ran out).
+  public mutating func reuseWaitEnded(_ lease: JobLease) {
+    update(lease) { $0.awaitingKey = nil }
+  }
+
+  /// The job renders `key` itself: jobs here that find the same key wait for its outcome.
+  public mutating func renders(_ key: String, _ lease: JobLease) {
+    update(lease) { $0.renderKey = key }
+  }
+
+  // MARK: The storage's refusals
+
+  /// The storage took a write (`refusal` nil) or refused one: for `refusalHold` after a refusal, jobs
+  /// given a slot end at once with it.
+  public mutating func storageAnswered(refusal: JobError?, now: ContinuousClock.Instant) {
+    self.refusal = refusal.map { (now, $0) }
+  }
+
+  // MARK: - Rules
+
+  private func entry(_ lease: JobLease) -> Entry? {
+    guard let entry = entries[lease.id], entry.lease == lease else { return nil }
+    return entry
+  }
+
+  private mutating func update(_ lease: JobLease, _ change: (inout Entry) -> Void) {
+    guard var entry = entry(lease) else { return }
+    change(&entry)
+    entries[lease.id] = entry
+  }
+
+  private mutating func grantSlots(now: ContinuousClock.Instant) -> [Action] {
+    var actions: [Action] = []
+    let refusedBy = refusal.flatMap { $0.at.duration(to: now) < settings.refusalHold ? $0.error : nil }
+    while slotHolders.count < settings.slots, !slotQueue.isEmpty {
+      let lease = slotQueue.removeFirst()
+      guard var entry = entry(lease) else { continue }
+      slotHolders.insert(lease)
+      entry.phase = .started
+      entry.since = now
+      entry.working = true
+      entries[lease.id] = entry
+      actions.append(.start(entry.work, refusedBy: refusedBy))
+    }
+    for lease in slotQueue {
+      guard var entry = entry(lease), !entry.prefetched else { continue }
+      entry.prefetched = true
+      entries[lease.id] = entry
+      actions.append(.prefetch(url: entry.url))
+    }
+    return actions
+  }
+
+  private mutating func releaseSlot(of lease: JobLease, now: ContinuousClock.Instant) -> [Action] {
+    guard slotHolders.remove(lease) != nil else { return [] }
+    return grantSlots(now: now) + [.wakeProducer]
+  }
+
+  /// The lease is lost before its outcome was written: its work is abandoned (a write already under
+  /// way will be refused by the database).
+  private mutating func end(_ lease: JobLease, as ending: JobPhase, now: ContinuousClock.Instant) -> [Action] {
+    guard entry(lease)?.phase.isHeld == true else { return [] }
+    update(lease) {
+      $0.phase = ending
+      $0.since = now
+    }
+    return abandonWork(of: lease, because: .leaseLost)
+  }
+
+  private mutating func abandonWork(of lease: JobLease, because reason: Abandonment) -> [Action] {
+    guard let entry = entry(lease) else { return [] }
+    let waiting = slotQueue.contains(lease)
+    slotQueue.removeAll { $0 == lease }
+    return [.abandon(entry.work, because: reason, wasWaiting: waiting)]
+  }
+
+  /// Takes the entry out of the book: its render key is free and a prefetch it never used is dropped.
+  /// `abandoning`: the work is abandoned first (a lease superseded by a newer one).
+  private mutating func remove(_ entry: Entry, abandoning reason: Abandonment?) -> [Action] {
+    var actions: [Action] = []
+    if let reason { actions += abandonWork(of: entry.lease, because: reason) }
+    entries[entry.lease.id] = nil
+    if entry.prefetched { actions.append(.forgetPrefetch(url: entry.url)) }
+    if let key = entry.renderKey, !entries.values.contains(where: { $0.renderKey == key }) {
+      var waiting: [Work] = []
+      for (id, other) in entries where other.awaitingKey == key {
+        entries[id]?.awaitingKey = nil
+        waiting.append(other.work)
+      }
+      if !waiting.isEmpty { actions.append(.endReuseWait(waiting)) }
+    }
+    return actions
+  }
+
+  private mutating func decide(_ entry: Entry, failure: JobError?, unit: Double) -> OutcomeDecision {
+    guard let failure else {
+      refusalStreak = 0
+      return .succeeded
+    }
+    if failure.code == .storageRefused {
+      refusalStreak += 1
+      return .deferred(
+        failure, retryAfter: settings.refusalBackoff.seconds(afterFailures: refusalStreak, unit: unit))
+    }
+    switch settings.retryPolicy.decide(
+      code: failure.code, attempt: entry.attempt, maxAttempts: entry.maxAttempts, unit: unit)
+    {
+    case .retry(let seconds):
+      return .failed(failure, retryAfter: max(seconds, failure.retryNotBeforeSeconds ?? 0))
+    case .fail:
+      return .failed(failure, retryAfter: nil)
+    }
+  }
+}
+
+/// One lease on one job.
+public struct JobLease: Hashable, Sendable, CustomStringConvertible {
+  public var id: Int64
+  public var token: String
+
+  public init(id: Int64, token: String) {
+    self.id = id
+    self.token = token
+  }
+
+  public var description: String { "\(id)" }
+}
+
+public enum JobPhase: String, Sendable, CaseIterable {
+  /// Leased; every slot is taken. Its original downloads meanwhile.
+  case awaitingSlot = "awaiting_slot"
+  /// It has a slot; its work has begun.
+  case started
+  case fetching
+  /// Another job here renders the same original with the same profile: its outcome is awaited.
+  case awaitingReuse = "awaiting_reuse"
+  /// Another job here decodes the same original for both.
+  case awaitingSharedRender = "awaiting_shared_render"
+  case awaitingMemory = "awaiting_memory"
+  case rendering
+  case storing
+  case writingOutcome = "writing_outcome"
+  /// A heartbeat was refused (the job was cancelled, or its lease expired and was taken): its work
+  /// is abandoned and nothing will be written.
+  case leaseLost = "lease_lost"
+  /// A stopping worker returned it to the queue.
+  case handedBack = "handed_back"
+
+  /// Whether the lease is still this worker's to write.
+  public var isHeld: Bool { self != .leaseLost && self != .handedBack }
+}
+
+extension HeldJobs: Sendable where Work: Sendable {}
+extension HeldJobs.Action: Sendable where Work: Sendable {}
+extension HeldJobs.LeasedWork: Sendable where Work: Sendable {}
+extension HeldJobs.Entry: Sendable where Work: Sendable {}
