@@ -162,7 +162,9 @@ final class SharedRenders: Sendable {
     }
     group.result.resolve(outcome)
     guard let outcome else {
-      if lead.ids.count > 1 { return try await variants(for: alone(variants: mine), life: life, render: render) }
+      if lead.ids.count > 1 {
+        return try await variants(for: alone(variants: mine), life: life, render: render)
+      }
       throw JobError(.internalError, "abandoned while waiting to render")
     }
     state.withLock {

@@ -154,7 +154,7 @@ public final class Worker: Sendable {
           address: address, readiness: readiness, registry: registry,
           beforeScrape: { [metrics, memory] in
             metrics.live(memoryInUse: memory.inUse, jobsRunning: runner.running)
-          }, logger: logger)
+          }, heldJobs: { runner.snapshot }, logger: logger)
       }
     }
     if let store {

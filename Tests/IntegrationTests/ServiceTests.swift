@@ -145,6 +145,38 @@ struct ServiceTests {
     #expect(worker.log.contains("handed back unfinished jobs"))
   }
 
+  /// `/debug/jobs` lists the jobs the worker holds, each with its phase: with one slot, the job whose
+  /// original is slow to arrive is fetching and the one leased ahead waits for the slot.
+  @Test func debugJobsSaysWhereEveryHeldJobIs() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    let worker = try WorkerProcess(
+      databaseURL: database, storage: fixture.storage,
+      settings: ["THUMBD_CONCURRENCY": "1", "THUMBD_SHUTDOWN_GRACE": "1"])
+    let port = try #require(await worker.httpPort(), "log:\n\(worker.log)")
+    #expect(
+      await eventually(timeout: 15) { HTTPProbe.get(port, "/readyz").status == 200 }, "log:\n\(worker.log)")
+    #expect(try HeldJobsView(HTTPProbe.get(port, "/debug/jobs")).jobs.isEmpty)
+    for index in 0..<3 {
+      _ = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: 20) + "&n=\(index)"])
+    }
+    var view = HeldJobsView.empty
+    #expect(
+      try await eventually(timeout: 15) {
+        view = try HeldJobsView(HTTPProbe.get(port, "/debug/jobs"))
+        return view.phases == ["fetching", "awaiting_slot"]
+      }, "last answer: \(view.jobs); log:\n\(worker.log)")
+    let running = try sql(database, "SELECT id FROM thumbs.jobs WHERE state = 'running' ORDER BY id").rows
+    #expect(view.jobs.map { "\($0["id"] ?? "")" } == running.map { $0[0] })
+    let fetching = try #require(view.jobs.first)
+    #expect(fetching["holds_slot"] as? Bool == true)
+    #expect((fetching["since"] as? String)?.hasPrefix("20") == true)
+    #expect((fetching["seconds"] as? Double).map { $0 >= 0 && $0 < 60 } == true)
+    worker.send(SIGTERM)
+    #expect(await worker.waitForExit(timeout: 15) == 0, "log:\n\(worker.log)")
+    #expect(try sql(database, "SELECT count(*) FROM thumbs.jobs WHERE state = 'queued'").rows[0][0] == "3")
+  }
+
   /// A second SIGTERM during the grace period exits at once with 130; the job keeps its lease, to be
   /// rescued when it expires.
   @Test func aSecondSignalExitsAtOnce() async throws {
@@ -282,4 +314,22 @@ struct Metrics {
     }
     return matching.isEmpty ? nil : matching.reduce(0) { $0 + $1.value }
   }
+}
+
+/// The JSON of `/debug/jobs`: one object per held job, in id order.
+struct HeldJobsView {
+  var jobs: [[String: Any]]
+
+  static var empty: HeldJobsView { HeldJobsView(jobs: []) }
+
+  private init(jobs: [[String: Any]]) { self.jobs = jobs }
+
+  init(_ answer: (status: Int, body: String)) throws {
+    guard answer.status == 200 else { throw ProbeError.status(answer.status) }
+    jobs = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [[String: Any]])
+  }
+
+  var phases: [String] { jobs.map { $0["phase"] as? String ?? "?" } }
+
+  enum ProbeError: Error { case status(Int) }
 }

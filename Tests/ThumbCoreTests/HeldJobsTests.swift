@@ -17,7 +17,8 @@ import Testing
 
   func lease(_ id: Int64, _ token: String = "t") -> JobLease { JobLease(id: id, token: "\(token)\(id)") }
 
-  func leased(_ ids: [Int64], token: String = "t", url: String? = nil, attempt: Int = 1) -> [Jobs.LeasedWork] {
+  func leased(_ ids: [Int64], token: String = "t", url: String? = nil, attempt: Int = 1) -> [Jobs.LeasedWork]
+  {
     ids.map {
       .init(
         lease: lease($0, token), url: url ?? "https://o/\($0).jpg", attempt: attempt, maxAttempts: 3,
@@ -145,18 +146,20 @@ import Testing
 
   @Test func aStopWaitsOutTheGraceThenHandsBackWhatIsStillHeld() {
     var jobs = jobs(slots: 1)
-    _ = jobs.leased(leased([1, 2, 3]), now: t0)
-    // Job 1 finished within the grace; its outcome is being written.
+    _ = jobs.leased(leased([1, 2, 3, 4]), now: t0)
+    // Job 1 finished within the grace; its outcome is being written. Job 4's lease was lost.
     _ = jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0)
     jobs.entered(.rendering, lease(2), now: t0)
+    _ = jobs.heartbeatAnswered(sent: [lease(4)], extended: [], now: t0)
     let handedBack = jobs.handBackAll(now: t0 + .seconds(25))
-    #expect(handedBack == ["job1t", "job2t", "job3t"], "every lease held, in id order")
+    #expect(handedBack == ["job1t", "job2t", "job3t"], "every lease still held, in id order")
+    #expect(jobs.phase(of: lease(4)) == .leaseLost)
     #expect(jobs.leasesToExtend.isEmpty)
     #expect(!jobs.mayWrite(lease(1)), "the hand-back and the outcome race: the database keeps one")
     let abandon = jobs.abandonHandedBack()
     #expect(abandoned(abandon) == ["job1t", "job2t", "job3t"])
     #expect(abandon.contains { if case .abandon("job3t", .handedBack, true) = $0 { true } else { false } })
-    #expect(jobs.snapshot.allSatisfy { $0.phase == .handedBack })
+    #expect(jobs.snapshot.map(\.phase) == [.handedBack, .handedBack, .handedBack, .leaseLost])
   }
 
   @Test func outcomesFollowTheRetryPolicy() {
@@ -182,7 +185,9 @@ import Testing
     var jobs = jobs()
     _ = jobs.leased(leased([1]), now: t0)
     let busy = JobError(.fetchFailed, "503 Service Unavailable", retryNotBeforeSeconds: 120)
-    #expect(decisions(jobs.workEnded(lease(1), failure: busy, unit: 0, now: t0)) == [.failed(busy, retryAfter: 120)])
+    #expect(
+      decisions(jobs.workEnded(lease(1), failure: busy, unit: 0, now: t0)) == [.failed(busy, retryAfter: 120)]
+    )
   }
 
   @Test func storageRefusalsDeferJobsAndFailTheNextOnesAtOnceForAWhile() {
@@ -200,7 +205,8 @@ import Testing
     let later = jobs.leased(leased([3]), now: t0 + .seconds(12))
     #expect(later.contains { if case .start("job3t", nil) = $0 { true } else { false } })
     jobs.storageAnswered(refusal: nil, now: t0 + .seconds(13))
-    #expect(decisions(jobs.workEnded(lease(3), failure: nil, unit: 0, now: t0 + .seconds(13))) == [.succeeded])
+    #expect(
+      decisions(jobs.workEnded(lease(3), failure: nil, unit: 0, now: t0 + .seconds(13))) == [.succeeded])
     _ = jobs.leased(leased([4]), now: t0 + .seconds(13))
     #expect(
       decisions(jobs.workEnded(lease(4), failure: refused, unit: 0, now: t0 + .seconds(14))) == [

@@ -77,13 +77,7 @@ public struct HeldJobs<Work> {
   }
 
   /// A held job as the worker's `/debug/jobs` shows it.
-  public struct Snapshot: Equatable, Sendable {
-    public var id: Int64
-    public var attempt: Int
-    public var phase: JobPhase
-    public var since: ContinuousClock.Instant
-    public var holdsSlot: Bool
-  }
+  public typealias Snapshot = HeldJob
 
   fileprivate struct Entry {
     var lease: JobLease
@@ -331,7 +325,8 @@ public struct HeldJobs<Work> {
 
   /// The lease is lost before its outcome was written: its work is abandoned (a write already under
   /// way will be refused by the database).
-  private mutating func end(_ lease: JobLease, as ending: JobPhase, now: ContinuousClock.Instant) -> [Action] {
+  private mutating func end(_ lease: JobLease, as ending: JobPhase, now: ContinuousClock.Instant) -> [Action]
+  {
     guard entry(lease)?.phase.isHeld == true else { return [] }
     update(lease) {
       $0.phase = ending
@@ -427,3 +422,12 @@ extension HeldJobs: Sendable where Work: Sendable {}
 extension HeldJobs.Action: Sendable where Work: Sendable {}
 extension HeldJobs.LeasedWork: Sendable where Work: Sendable {}
 extension HeldJobs.Entry: Sendable where Work: Sendable {}
+
+/// Where a held job is: its phase and since when, and whether it holds a job slot.
+public struct HeldJob: Equatable, Sendable {
+  public var id: Int64
+  public var attempt: Int
+  public var phase: JobPhase
+  public var since: ContinuousClock.Instant
+  public var holdsSlot: Bool
+}
