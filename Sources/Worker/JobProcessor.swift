@@ -44,17 +44,6 @@ public struct JobProcessor: Sendable {
     self.pool = pool
   }
 
-  public func leased(_ job: LeasedJob) {
-    guard let profile = try? ProfileSpec.parse(name: job.profileName, json: Data(job.profileSpec.utf8)) else {
-      return  // process() reports the invalid profile
-    }
-    renders.enrol(token: job.leaseToken, url: job.sourceURL, variants: profile.variants)
-  }
-
-  public func dropped(_ job: LeasedJob) {
-    if let membership = renders.takeEnrolment(token: job.leaseToken) { renders.leave(membership) }
-  }
-
   /// Every slot is taken: the original downloads while the job waits (into the originals cache, where
   /// its `process` finds it).
   public func prefetch(_ url: String) {
@@ -68,19 +57,10 @@ public struct JobProcessor: Sendable {
   }
 
   public func process(_ job: LeasedJob, _ life: JobLife) async throws(JobError) -> JobResult {
-    let profile: Profile
-    do {
-      profile = try ProfileSpec.parse(name: job.profileName, json: Data(job.profileSpec.utf8))
-    } catch {
-      throw JobError(.invalidProfile, error.description)
-    }
-    // Joined when leased (or now, for callers that process without leasing through a Worker), so that
-    // the URL's other jobs leased with this one render with it.
-    let membership =
-      renders.takeEnrolment(token: job.leaseToken)
-      ?? renders.join(url: job.sourceURL, variants: profile.variants)
-    // Only the member that renders downloads: the others wait for its variants, not for the bytes.
-    let made = try await renders.variants(for: membership, life: life) {
+    let profile = try ProfileSpec.parse(job)
+    // The URL's other jobs leased with this one render with it (HeldJobs decides who leads).
+    let role = life.joinRender(job)
+    let made = try await renders.variants(for: job, own: profile.variants, role: role, life: life) {
       (specs, alone) throws(JobError) -> SharedRenders.Made? in
       // Only a job alone in its group may take an earlier job's variants instead of rendering.
       let reuse = alone ? reuse.map { reuse in (reuse, job.profileSpec) } : nil

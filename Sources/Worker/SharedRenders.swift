@@ -1,3 +1,4 @@
+import Foundation
 import Imaging
 import Queue
 import Synchronization
@@ -6,11 +7,11 @@ import ThumbCore
 /// One decode for all the jobs here that need the same original at the same time (a photo enqueued
 /// under several profiles; a lease brings such siblings along).
 ///
-/// A job joins its URL's open group when it is leased (the whole lease batch before any of it starts).
-/// The first member to get a job slot closes the group, downloads the original and renders the variants
-/// of every member at once (VariantUnion); the others wait for that result, without downloading, and
-/// take their own variants from it. A job leased after the group closed opens a new one. A member
-/// dropped before it got a slot leaves, and the group is forgotten once nobody is in it.
+/// Who renders for whom is decided by `HeldJobs` (its render groups): the first job of a group to start
+/// its work leads, downloads the original and renders the variants of every member at once
+/// (`VariantUnion`); the others follow, wait for that result without downloading, and take their own
+/// variants from it. This is the part that moves the pixels: the leader's `RenderShare`, and picking a
+/// member's variants out of the union's.
 final class SharedRenders: Sendable {
   /// The variants rendered from one original, the original's SHA-256 (nil when not hashed), and the
   /// seconds its download took (or its wait for another job's download of the same URL).
@@ -24,163 +25,72 @@ final class SharedRenders: Sendable {
     case rendered(Rendered)
     case reused(JobResult)
   }
-  /// What a follower receives: the leader's result, or nil when the leader gave up before rendering
-  /// (abandoned while waiting for memory), in which case the follower renders for itself.
-  typealias Shared = Result<Rendered, JobError>?
 
-  final class Group: Sendable {
-    struct State {
-      var members: [UInt64: [VariantSpec]] = [:]
-      var order: [UInt64] = []
-      /// Set when the leader closes the group: what it renders, and for whom (member i is ids[i]).
-      var closed: (union: VariantUnion, ids: [UInt64])?
-    }
-    let url: String
-    let state = Mutex(State())
-    let result = OneShot<Shared>()
-
-    init(url: String) { self.url = url }
+  /// A job's part in its group's render.
+  enum Role {
+    /// Render for every member (the job among them), and publish the result in `share`.
+    case lead(members: [LeasedJob], share: RenderShare)
+    /// Another member renders for this job and publishes in `share`.
+    case follow(RenderShare)
   }
 
-  struct Membership: Sendable {
-    let group: Group
-    let id: UInt64
-  }
-
-  private struct State {
-    var open: [String: Group] = [:]
-    /// Memberships taken when a job was leased, by lease token, until the job is processed or dropped.
-    var enrolled: [String: Membership] = [:]
-    var nextID: UInt64 = 0
-    var decodes = 0
-    var sharedDecodes = 0
-  }
-
-  private let state = Mutex(State())
+  private let counts = Mutex<(decodes: Int, shared: Int)>((0, 0))
 
   /// Decodes made, and how many of them served more than one job.
-  var counts: (decodes: Int, shared: Int) { state.withLock { ($0.decodes, $0.sharedDecodes) } }
+  var decodes: (decodes: Int, shared: Int) { counts.withLock { $0 } }
 
-  func join(url: String, variants: [VariantSpec]) -> Membership {
-    state.withLock { state in
-      state.nextID += 1
-      let group = state.open[url] ?? Group(url: url)
-      state.open[url] = group
-      group.state.withLock {
-        $0.members[state.nextID] = variants
-        $0.order.append(state.nextID)
-      }
-      return Membership(group: group, id: state.nextID)
-    }
-  }
-
-  /// Joins for a job just leased; `takeEnrolment` hands the membership to its processing.
-  func enrol(token: String, url: String, variants: [VariantSpec]) {
-    let membership = join(url: url, variants: variants)
-    let previous = state.withLock { $0.enrolled.updateValue(membership, forKey: token) }
-    if let previous { leave(previous) }
-  }
-
-  func takeEnrolment(token: String) -> Membership? {
-    state.withLock { $0.enrolled.removeValue(forKey: token) }
-  }
-
-  /// Leaves a group this job will not render with (it failed or was abandoned first).
-  func leave(_ membership: Membership) {
-    state.withLock { state in
-      let empty = membership.group.state.withLock { group -> Bool in
-        // A closed group's union is fixed: the leader renders for everyone it counted.
-        guard group.closed == nil else { return false }
-        group.members[membership.id] = nil
-        group.order.removeAll { $0 == membership.id }
-        return group.members.isEmpty
-      }
-      if empty, state.open[membership.group.url] === membership.group {
-        state.open[membership.group.url] = nil
-      }
-    }
-  }
-
-  /// A group of one, never open to others: for a member whose shared render could not be made.
-  private func alone(variants: [VariantSpec]) -> Membership {
-    let id = state.withLock { state -> UInt64 in
-      state.nextID += 1
-      return state.nextID
-    }
-    let group = Group(url: "")
-    group.state.withLock {
-      $0.members[id] = variants
-      $0.order = [id]
-    }
-    return Membership(group: group, id: id)
-  }
-
-  /// This member's variants: rendered here with every other member's (`render` gets the union's
-  /// specs, and whether this member is alone in its group, and downloads), or taken from the member
-  /// that did. `render` runs at most once per group.
-  /// When the union does not fit the memory budget, or its renderer gave up, each member renders its
-  /// own variants: one profile's huge variant must not fail the others.
+  /// This job's variants: rendered here with every other member's (`render` gets the union's specs and
+  /// whether the job is alone in its group, and downloads), or taken from the member that did. When the
+  /// union does not fit the memory budget, or its leader gave up, each member renders its own variants:
+  /// one profile's huge variant must not fail the others.
   func variants(
-    for membership: Membership, life: JobLife,
+    for job: LeasedJob, own: [VariantSpec], role: Role, life: JobLife,
     render: ([VariantSpec], _ alone: Bool) async throws(JobError) -> Made?
   ) async throws(JobError) -> Made {
-    let group = membership.group
-    // The first member here closes the group: later jobs for the URL start a new one.
-    let lead = state.withLock { state -> (union: VariantUnion, ids: [UInt64])? in
-      let closing = group.state.withLock { group -> (VariantUnion, [UInt64])? in
-        if group.closed != nil { return nil }
-        let closed = (VariantUnion(group.order.map { group.members[$0]! }), group.order)
-        group.closed = closed
-        return closed
-      }
-      if closing != nil, state.open[group.url] === group { state.open[group.url] = nil }
-      return closing
-    }
-    let mine = group.state.withLock { $0.members[membership.id]! }
-    guard let lead else {
+    switch role {
+    case .follow(let share):
       // Waiting for another job's decode uses no core: leave it to a job that can.
-      if !group.result.isResolved { life.stepAside(.awaitingSharedRender) }
-      switch await group.result.value {
-      case .some(let shared): return .rendered(try Self.own(shared.get(), membership: membership))
-      case .none: return try await variants(for: alone(variants: mine), life: life, render: render)
+      if !share.isPublished { life.stepAside(.awaitingSharedRender) }
+      guard let published = await share.published,
+        let member = published.members.firstIndex(where: { $0 == JobLease(job) })
+      else {
+        return try await variants(for: job, own: own, role: .alone(job), life: life, render: render)
       }
-    }
-    var outcome: Result<Rendered, JobError>?
-    do {
-      switch try await render(lead.union.specs, lead.ids.count == 1) {
-      case .rendered(let rendered)?: outcome = .success(rendered)
-      case .reused(let result)?:
-        group.result.resolve(nil)  // nobody waits: a group of one
-        return .reused(result)
-      case nil: outcome = nil
+      return .rendered(Self.pick(try published.result.get(), union: published.union, member: member))
+    case .lead(let members, let share):
+      let union = VariantUnion(
+        members.map { member in
+          JobLease(member) == JobLease(job) ? own : (try? ProfileSpec.parse(member).variants) ?? []
+        })
+      var outcome: Result<Rendered, JobError>?
+      do {
+        switch try await render(union.specs, members.count == 1) {
+        case .rendered(let rendered)?: outcome = .success(rendered)
+        case .reused(let result)?:
+          share.publish(nil)  // nobody waits: a group of one
+          return .reused(result)
+        case nil: outcome = nil
+        }
+      } catch {
+        outcome = .failure(error)
       }
-    } catch {
-      outcome = .failure(error)
-    }
-    if case .failure(let error) = outcome, error.code == .overMemoryBudget, lead.ids.count > 1 {
-      outcome = nil  // split: each member alone
-    }
-    group.result.resolve(outcome)
-    guard let outcome else {
-      if lead.ids.count > 1 {
-        return try await variants(for: alone(variants: mine), life: life, render: render)
+      if case .failure(let error) = outcome, error.code == .overMemoryBudget, members.count > 1 {
+        outcome = nil  // split: each member alone
       }
-      throw JobError(.internalError, "abandoned while waiting to render")
+      share.publish(outcome.map { .init(result: $0, union: union, members: members.map(JobLease.init)) })
+      guard let outcome else {
+        if members.count > 1 {
+          return try await variants(for: job, own: own, role: .alone(job), life: life, render: render)
+        }
+        throw JobError(.internalError, "abandoned while waiting to render")
+      }
+      counts.withLock {
+        $0.decodes += 1
+        if members.count > 1 { $0.shared += 1 }
+      }
+      let member = members.firstIndex { JobLease($0) == JobLease(job) } ?? 0
+      return .rendered(Self.pick(try outcome.get(), union: union, member: member))
     }
-    state.withLock {
-      $0.decodes += 1
-      if lead.ids.count > 1 { $0.sharedDecodes += 1 }
-    }
-    let rendered = try outcome.get()
-    return .rendered(Self.pick(rendered, union: lead.union, member: lead.ids.firstIndex(of: membership.id)!))
-  }
-
-  /// A follower's share of the leader's result.
-  private static func own(_ rendered: Rendered, membership: Membership) throws(JobError) -> Rendered {
-    guard let closed = membership.group.state.withLock({ $0.closed }),
-      let member = closed.ids.firstIndex(of: membership.id)
-    else { throw JobError(.internalError, "a job's render group lost it") }
-    return pick(rendered, union: closed.union, member: member)
   }
 
   /// Member `member`'s variants out of the union's, under that member's own names.
@@ -192,5 +102,45 @@ final class SharedRenders: Sendable {
       return variant
     }
     return (rendered.info, mine, rendered.sourceHash, rendered.fetchSeconds)
+  }
+}
+
+extension SharedRenders.Role {
+  /// A group of one, never open to others: a job processed outside a worker, or a member whose shared
+  /// render could not be made.
+  static func alone(_ job: LeasedJob) -> Self { .lead(members: [job], share: RenderShare()) }
+}
+
+/// What a group's leader rendered for its members, published once; nil when it gave up before rendering
+/// (abandoned while waiting for memory, or the union was over the budget), in which case each member
+/// renders for itself.
+final class RenderShare: Sendable {
+  struct Published: Sendable {
+    var result: Result<SharedRenders.Rendered, JobError>
+    var union: VariantUnion
+    /// Member i of the union is this lease.
+    var members: [JobLease]
+  }
+
+  private let value = OneShot<Published?>()
+
+  var isPublished: Bool { value.isResolved }
+  var published: Published? { get async { await value.value } }
+
+  func publish(_ published: Published?) { value.resolve(published) }
+}
+
+extension JobLease {
+  init(_ job: LeasedJob) { self.init(id: job.id, token: job.leaseToken) }
+}
+
+extension ProfileSpec {
+  /// The job's profile, or invalid_profile.
+  static func parse(_ job: LeasedJob) throws(JobError) -> Profile {
+    do {
+      return try parse(name: job.profileName, json: Data(job.profileSpec.utf8))
+    } catch {
+      throw JobError(.invalidProfile, error.description)
+    }
   }
 }

@@ -18,11 +18,6 @@ public protocol JobHandler: Sendable {
   /// The job's work once it has a slot. `life` takes what the work reports about itself (its phase, a
   /// wait that leaves its core to another job).
   func process(_ job: LeasedJob, _ life: JobLife) async throws(JobError) -> JobResult
-  /// The job was leased and waits for a slot (JobProcessor joins its URL's shared decode here, so that
-  /// jobs leased together decode together whatever the number of slots).
-  func leased(_ job: LeasedJob)
-  /// The job was abandoned before it got a slot: `process` will not be called.
-  func dropped(_ job: LeasedJob)
   /// A job waits for a slot: its original may download meanwhile.
   func prefetch(_ url: String)
   /// The job a prefetch was for ended without fetching it.
@@ -30,8 +25,6 @@ public protocol JobHandler: Sendable {
 }
 
 extension JobHandler {
-  public func leased(_ job: LeasedJob) {}
-  public func dropped(_ job: LeasedJob) {}
   public func prefetch(_ url: String) {}
   public func forgetPrefetch(_ url: String) {}
 }
@@ -187,7 +180,7 @@ public final class Worker: Sendable {
 
     var result = metrics.counters
     if let processor = handler as? JobProcessor {
-      (result.decodes, result.sharedDecodes) = processor.renders.counts
+      (result.decodes, result.sharedDecodes) = processor.renders.decodes
     }
     let fetches = originals.counters
     logger.info(

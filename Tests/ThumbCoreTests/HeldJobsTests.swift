@@ -242,6 +242,56 @@ import Testing
     #expect(second.contains { if case .endReuseWait(["job3t"]) = $0 { true } else { false } })
   }
 
+  @Test func jobsOfOneURLLeasedTogetherRenderOnceLedByTheFirstToStart() {
+    var jobs = jobs(slots: 1)
+    _ = jobs.leased(leased([1, 2, 3], url: "https://o/a.jpg") + leased([4]), now: t0)
+    guard case .lead(let members)? = jobs.joiningRender(lease(1)) else {
+      Issue.record("job 1 leads")
+      return
+    }
+    #expect(members == ["job1t", "job2t", "job3t"], "its URL's jobs, in lease order; not job 4")
+    // A job of the URL leased after the group closed starts a group of its own.
+    _ = jobs.leased(leased([5], url: "https://o/a.jpg"), now: t0)
+    guard case .follow(let leader)? = jobs.joiningRender(lease(2)) else {
+      Issue.record("job 2 follows")
+      return
+    }
+    #expect(leader == "job1t")
+    guard case .lead(let alone)? = jobs.joiningRender(lease(5)) else {
+      Issue.record("job 5 leads its own group")
+      return
+    }
+    #expect(alone == ["job5t"])
+    // The leader's outcome is written and it leaves; job 3, still to start, follows it all the same.
+    _ = jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0)
+    _ = jobs.released(lease(1))
+    guard case .follow(let same)? = jobs.joiningRender(lease(3)) else {
+      Issue.record("job 3 follows")
+      return
+    }
+    #expect(same == "job1t")
+  }
+
+  @Test func aMemberDroppedBeforeTheGroupClosesLeavesItAndEmptyGroupsAreForgotten() {
+    var jobs = jobs(slots: 1)
+    _ = jobs.leased(leased([1], url: "https://o/x.jpg") + leased([2, 3], url: "https://o/a.jpg"), now: t0)
+    #expect(jobs.groupCount == 2)
+    _ = jobs.heartbeatAnswered(sent: [lease(2)], extended: [], now: t0)
+    _ = jobs.released(lease(2))
+    _ = jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0)
+    _ = jobs.released(lease(1))
+    #expect(jobs.groupCount == 1, "job 1 never rendered; its group went with it")
+    guard case .lead(let members)? = jobs.joiningRender(lease(3)) else {
+      Issue.record("job 3 leads")
+      return
+    }
+    #expect(members == ["job3t"])
+    #expect(jobs.joiningRender(lease(2)) == nil, "a lease no longer held renders for nobody")
+    _ = jobs.workEnded(lease(3), failure: nil, unit: 0, now: t0)
+    _ = jobs.released(lease(3))
+    #expect(jobs.groupCount == 0)
+  }
+
   @Test func theSnapshotSaysWhereEveryHeldJobIs() {
     var jobs = jobs(slots: 1)
     _ = jobs.leased(leased([2, 1]), now: t0)

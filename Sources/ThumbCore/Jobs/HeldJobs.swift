@@ -67,6 +67,16 @@ public struct HeldJobs<Work> {
     case superseded
   }
 
+  /// How a job renders. The jobs of one URL leased together form a group, in lease order; the first of
+  /// them to start its work closes the group and renders for every member from one decode, the others
+  /// take their share of its result. A job leased after the group closed opens a new one.
+  public enum RenderRole {
+    /// Render for every member (in this order; the job itself among them).
+    case lead(members: [Work])
+    /// `leader` renders for this job: wait for its result.
+    case follow(leader: Work)
+  }
+
   /// How a job's attempt is recorded.
   public enum OutcomeDecision: Equatable, Sendable {
     case succeeded
@@ -95,6 +105,16 @@ public struct HeldJobs<Work> {
     var renderKey: String?
     /// The render key whose outcome it waits for.
     var awaitingKey: String?
+    /// The render group it belongs to.
+    var group: UInt64?
+  }
+
+  fileprivate struct RenderGroup {
+    var url: String
+    /// The members still held, in lease order.
+    var members: [JobLease]
+    /// Set when the group closes: the member that renders for all.
+    var leader: Work?
   }
 
   public let settings: Settings
@@ -106,6 +126,10 @@ public struct HeldJobs<Work> {
   private var refusal: (at: ContinuousClock.Instant, error: JobError)?
   /// Jobs the storage refused in a row (reset by a success): how long the next one waits.
   private var refusalStreak = 0
+  private var groups: [UInt64: RenderGroup] = [:]
+  /// The group of each URL that jobs leased now join (until one of its members starts rendering).
+  private var openGroups: [String: UInt64] = [:]
+  private var nextGroup: UInt64 = 0
 
   public init(_ settings: Settings) { self.settings = settings }
 
@@ -164,9 +188,11 @@ public struct HeldJobs<Work> {
     var actions: [Action] = []
     for job in jobs {
       if let old = entries[job.lease.id] { actions += remove(old, abandoning: .superseded) }
+      let group = openGroups[job.url] ?? openGroup(url: job.url)
+      groups[group]?.members.append(job.lease)
       entries[job.lease.id] = Entry(
         lease: job.lease, url: job.url, attempt: job.attempt, maxAttempts: job.maxAttempts, work: job.work,
-        phase: .awaitingSlot, since: now)
+        phase: .awaitingSlot, since: now, group: group)
       slotQueue.append(job.lease)
     }
     return actions + grantSlots(now: now)
@@ -275,6 +301,21 @@ public struct HeldJobs<Work> {
     update(lease) { $0.renderKey = key }
   }
 
+  // MARK: Shared renders
+
+  /// The job is about to render: it leads its group (closing it to later jobs) or follows its leader.
+  /// Nil when its lease is no longer held (its work is being abandoned).
+  public mutating func joiningRender(_ lease: JobLease) -> RenderRole? {
+    guard let entry = entry(lease), entry.phase.isHeld, let id = entry.group, var group = groups[id] else {
+      return nil
+    }
+    if let leader = group.leader { return .follow(leader: leader) }
+    group.leader = entry.work
+    groups[id] = group
+    if openGroups[group.url] == id { openGroups[group.url] = nil }
+    return .lead(members: group.members.compactMap { self.entry($0)?.work })
+  }
+
   // MARK: The storage's refusals
 
   /// The storage took a write (`refusal` nil) or refused one: for `refusalHold` after a refusal, jobs
@@ -295,6 +336,29 @@ public struct HeldJobs<Work> {
     change(&entry)
     entries[lease.id] = entry
   }
+
+  private mutating func openGroup(url: String) -> UInt64 {
+    nextGroup += 1
+    groups[nextGroup] = RenderGroup(url: url, members: [])
+    openGroups[url] = nextGroup
+    return nextGroup
+  }
+
+  /// A member leaves: a group nobody is left in is forgotten. A closed group keeps its leader for the
+  /// members still to join it, however the leader itself ended.
+  private mutating func leave(group id: UInt64, _ lease: JobLease) {
+    guard var group = groups[id] else { return }
+    group.members.removeAll { $0 == lease }
+    if !group.members.isEmpty {
+      groups[id] = group
+      return
+    }
+    groups[id] = nil
+    if openGroups[group.url] == id { openGroups[group.url] = nil }
+  }
+
+  /// Render groups open or being rendered, for tests.
+  var groupCount: Int { groups.count }
 
   private mutating func grantSlots(now: ContinuousClock.Instant) -> [Action] {
     var actions: [Action] = []
@@ -348,6 +412,7 @@ public struct HeldJobs<Work> {
     var actions: [Action] = []
     if let reason { actions += abandonWork(of: entry.lease, because: reason) }
     entries[entry.lease.id] = nil
+    if let id = entry.group { leave(group: id, entry.lease) }
     if entry.prefetched { actions.append(.forgetPrefetch(url: entry.url)) }
     if let key = entry.renderKey, !entries.values.contains(where: { $0.renderKey == key }) {
       var waiting: [Work] = []
@@ -422,6 +487,8 @@ extension HeldJobs: Sendable where Work: Sendable {}
 extension HeldJobs.Action: Sendable where Work: Sendable {}
 extension HeldJobs.LeasedWork: Sendable where Work: Sendable {}
 extension HeldJobs.Entry: Sendable where Work: Sendable {}
+extension HeldJobs.RenderGroup: Sendable where Work: Sendable {}
+extension HeldJobs.RenderRole: Sendable where Work: Sendable {}
 
 /// Where a held job is: its phase and since when, and whether it holds a job slot.
 public struct HeldJob: Equatable, Sendable {

@@ -19,6 +19,8 @@ final class JobRunner: Sendable {
     /// The outcome to write, or nil: abandoned, nothing to write.
     let ended = OneShot<(outcome: JobOutcome, variants: Int)?>()
     private let task = Mutex<(task: Task<Void, Never>?, abandoned: Bool)>((nil, false))
+    /// What this job renders for the other members of its render group, when it leads it.
+    let share = RenderShare()
     /// What the work made, kept for the outcome.
     let result = Mutex<JobResult?>(nil)
     /// Resolved when a wait for another job's outcome (render reuse) may end.
@@ -84,7 +86,6 @@ final class JobRunner: Sendable {
   /// before it ends.
   func start(_ leased: [LeasedJob], in group: inout DiscardingTaskGroup) {
     let executions = leased.map(Execution.init)
-    for job in leased { handler.leased(job) }
     modify { jobs in
       jobs.leased(
         executions.map {
@@ -108,7 +109,7 @@ final class JobRunner: Sendable {
         handler.prefetch(url)
       case .forgetPrefetch(let url):
         handler.forgetPrefetch(url)
-      case .abandon(let execution, let reason, let wasWaiting):
+      case .abandon(let execution, let reason, _):
         if reason == .leaseLost {
           metrics.leaseLost()
           logger.warning(
@@ -116,7 +117,6 @@ final class JobRunner: Sendable {
           )
         }
         execution.abandon()
-        if wasWaiting { handler.dropped(execution.job) }
       case .writeOutcome(let execution, let decision):
         execution.ended.resolve(Self.outcome(decision, of: execution))
       case .endReuseWait(let executions):
@@ -254,6 +254,10 @@ final class JobRunner: Sendable {
     jobs.withLock { $0.storageAnswered(refusal: refusal, now: .now) }
   }
 
+  fileprivate func joinRender(_ lease: JobLease) -> Jobs.RenderRole? {
+    jobs.withLock { $0.joiningRender(lease) }
+  }
+
   fileprivate func renders(_ key: String, _ lease: JobLease) {
     jobs.withLock { $0.renders(key, lease) }
   }
@@ -307,6 +311,16 @@ public struct JobLife: Sendable {
   @discardableResult
   public func awaitOthersRendering(_ key: String) async -> Bool {
     await runner?.awaitOthersRendering(key, lease) ?? false
+  }
+
+  /// The job's part in the render of its group: it leads (renders for every member) or follows.
+  func joinRender(_ job: LeasedJob) -> SharedRenders.Role {
+    switch runner?.joinRender(lease) {
+    case .lead(let members)?:
+      .lead(members: members.map(\.job), share: members.first { $0.lease == lease }?.share ?? RenderShare())
+    case .follow(let leader)?: .follow(leader.share)
+    case nil: .alone(job)
+    }
   }
 
   /// The job renders `key` itself: a job here that finds the same key waits for this one's outcome.
