@@ -51,6 +51,11 @@ let package = Package(
     .target(name: "ThumbCore", swiftSettings: strict),
     // Runs blocking C calls on threads of our own, off Swift's cooperative pool.
     .target(name: "Blocking", swiftSettings: strict),
+    // The worker's two gates: job memory (`--memory-budget`, downloads and decodes) and anything else
+    // admitted by weight, first come first served.
+    .target(name: "Admission", dependencies: ["ThumbCore"], swiftSettings: strict),
+    // SHA-256 (OpenSSL's libcrypto): content-addressed keys, render keys, S3 payload hashes.
+    .target(name: "Hashing", dependencies: ["CLibCrypto"], swiftSettings: strict),
     .target(
       name: "Imaging", dependencies: ["ThumbCore", "CTurboJPEG", "CLibHeif", "CSpng", "CWebP", "CLCMS2"],
       // Optimised in debug builds too: unoptimised SIMD code is a hundred times slower, and the tests
@@ -68,16 +73,17 @@ let package = Package(
     .target(
       name: "Fetch",
       dependencies: [
-        "ThumbCore", "Blocking", "CCurlShim", "Transport", .product(name: "Logging", package: "swift-log"),
+        "ThumbCore", "Blocking", "Admission", "Hashing", "CCurlShim", "Transport",
+        .product(name: "Logging", package: "swift-log"),
       ],
       swiftSettings: strict),
     .target(
-      name: "Storage", dependencies: ["ThumbCore", "Blocking", "CLibCrypto", "Transport"],
+      name: "Storage", dependencies: ["ThumbCore", "Blocking", "Hashing", "Transport"],
       swiftSettings: strict),
     .target(
       name: "Worker",
       dependencies: [
-        "ThumbCore", "Blocking", "Imaging", "Queue", "Fetch", "Storage", "Transport",
+        "ThumbCore", "Blocking", "Admission", "Hashing", "Imaging", "Queue", "Fetch", "Storage", "Transport",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "Prometheus", package: "swift-prometheus"),
@@ -110,12 +116,14 @@ let package = Package(
       // The C libraries directly too: the tests write PNG, WebP, CMYK JPEG and ICC profiles of their own.
       dependencies: ["Imaging", "ThumbCore", "TestSupport", "CSpng", "CWebP", "CLCMS2", "CTurboJPEG"],
       swiftSettings: strict),
+    .testTarget(name: "AdmissionTests", dependencies: ["Admission", "TestSupport"], swiftSettings: strict),
     // The worker's pieces that need no server: the options model, the log formats.
     .testTarget(name: "WorkerTests", dependencies: ["Worker", "Storage"], swiftSettings: strict),
     .testTarget(
       name: "IntegrationTests",
       dependencies: [
-        "Worker", "Queue", "Fetch", "Storage", "Transport", "Imaging", "ThumbCore", "Blocking", "TestSupport",
+        "Worker", "Queue", "Fetch", "Storage", "Transport", "Imaging", "ThumbCore", "Blocking", "Admission",
+        "Hashing", "TestSupport",
         // `thumbd bench`'s own statements (BenchSQL) are checked against the schema with the others.
         "thumbd",
         // Reads the deploy/ manifests.

@@ -1,20 +1,12 @@
-/// The memory a download's body is counted against while it grows: the worker's `--memory-budget`.
-/// Downloads never wait in line for it: one that is refused pauses (curl stops reading the socket) until
-/// `wake` is called, then asks again.
-public protocol DownloadMemory: Sendable {
-  /// Takes `bytes` if they fit now. Otherwise returns false and calls `wake` once, later, when memory may
-  /// have been given back.
-  func take(_ bytes: Int, orWake wake: @escaping @Sendable () -> Void) -> Bool
-  func give(_ bytes: Int)
-}
+import Admission
 
-/// Bytes taken from a DownloadMemory for a downloaded original, given back once, when the last copy of
+/// Bytes taken from the memory gate (`--memory-budget`) for a downloaded original, given back once, when the last copy of
 /// the original that carries it (a job's, the original cache's) is gone.
 public final class MemoryHold: Sendable {
   public let bytes: Int
-  private let memory: any DownloadMemory
+  private let memory: AdmissionGate
 
-  init(bytes: Int, memory: any DownloadMemory) {
+  init(bytes: Int, memory: AdmissionGate) {
     self.bytes = bytes
     self.memory = memory
   }
@@ -26,10 +18,10 @@ public final class MemoryHold: Sendable {
 /// turned into the original's MemoryHold. Touched only by the thread running the transfer, and by the
 /// fetching task once it has ended.
 final class BodyReservation: @unchecked Sendable {
-  let memory: any DownloadMemory
+  let memory: AdmissionGate
   private(set) var bytes = 0
 
-  init(memory: any DownloadMemory) {
+  init(memory: AdmissionGate) {
     self.memory = memory
   }
 

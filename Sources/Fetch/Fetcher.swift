@@ -1,3 +1,4 @@
+public import Admission
 import CLibCurl
 import Foundation
 public import ThumbCore
@@ -74,12 +75,12 @@ public struct Fetcher: Sendable {
   public var limits: FetchLimits
   public var addressGuard: AddressGuard
   /// What bodies are counted against as they arrive (nil: nothing; only `limits.maxBytes` bounds them).
-  public var memory: (any DownloadMemory)?
+  public var memory: AdmissionGate?
   /// The transfer thread (a worker's own; `shared` otherwise).
   public var multi: CurlMulti
 
   public init(
-    limits: FetchLimits, addressGuard: AddressGuard, memory: (any DownloadMemory)? = nil,
+    limits: FetchLimits, addressGuard: AddressGuard, memory: AdmissionGate? = nil,
     multi: CurlMulti = .shared
   ) {
     self.limits = limits

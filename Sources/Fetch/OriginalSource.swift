@@ -1,4 +1,6 @@
+public import Blocking
 import Foundation
+import Hashing
 import Synchronization
 public import ThumbCore
 
@@ -8,7 +10,11 @@ public import ThumbCore
 ///  * Recently downloaded originals are kept in a cache bounded by bytes. A copy younger than
 ///    `freshSeconds` is used as it is; an older one is revalidated with a conditional GET
 ///    (If-None-Match / If-Modified-Since), and a 304 costs headers, not the body.
-///  * After each download `downloaded` is called once (the worker records the `thumbs.originals` row).
+///  * Each download or revalidation is delivered as such (`Delivery.downloaded`, `.revalidated`) to
+///    exactly one job, the one that started it or took over its prefetch; the others of the URL get
+///    `sharedDownload` or `cached`. That job records it (the `thumbs.originals` row).
+///  * With a memory gate, cached originals count against it, and the gate evicts them when a decode
+///    first in line lacks room.
 ///
 /// A download belongs to no single job: a job that is cancelled stops waiting, and the download itself is
 /// cancelled only when no job waits for it any more.
@@ -58,7 +64,8 @@ public final class OriginalSource: Sendable {
     /// try at once would skip the queue's backoff and the origin's Retry-After), until the job takes it
     /// or ends without it (`forgetPrefetch`).
     var unclaimed = false
-    var ended = false
+    /// What the download came to, once it ended.
+    var ended: Result<(FetchedOriginal, Delivery), JobError>?
   }
 
   private struct State {
@@ -70,21 +77,19 @@ public final class OriginalSource: Sendable {
 
   public let fetcher: Fetcher
   public let settings: Settings
-  /// Hashes a downloaded body (SHA-256, hex), off the cooperative pool; nil: originals are not hashed.
-  private let digest: (@Sendable ([UInt8]) async -> String)?
-  private let downloaded: @Sendable (String, FetchedOriginal, Delivery) async -> Void
+  /// Where downloaded bodies are hashed (SHA-256, once per download, for every job of the URL); nil:
+  /// originals are not hashed.
+  private let hashing: BlockingPool?
   private let state: Mutex<State>
 
-  public init(
-    fetcher: Fetcher, settings: Settings = Settings(),
-    downloaded: @escaping @Sendable (String, FetchedOriginal, Delivery) async -> Void = { _, _, _ in },
-    digest: (@Sendable ([UInt8]) async -> String)? = nil
-  ) {
+  public init(fetcher: Fetcher, settings: Settings = Settings(), hashingOn hashing: BlockingPool? = nil) {
     self.fetcher = fetcher
     self.settings = settings
-    self.digest = digest
-    self.downloaded = downloaded
+    self.hashing = hashing
     state = Mutex(State(cache: ByteBoundedCache(capacity: settings.cacheBytes)))
+    // The cache gives memory back first when a decode lacks it: a cached original nobody uses is worth
+    // less than a decode started now.
+    fetcher.memory?.onShortfall { [weak self] bytes in self?.evict(atLeast: bytes) }
   }
 
   public var counters: Counters { state.withLock { $0.counters } }
@@ -100,7 +105,7 @@ public final class OriginalSource: Sendable {
       if var flight = state.flights[url], flight.unclaimed {
         flight.unclaimed = false
         flight.waiters += 1
-        state.flights[url] = flight.ended ? nil : flight
+        state.flights[url] = flight.ended != nil ? nil : flight
         return .wait(flight.download, joined: false)
       }
       let cached = state.cache.value(for: url)
@@ -164,14 +169,20 @@ public final class OriginalSource: Sendable {
   }
 
   /// The job a prefetch was for will not ask for `url` (it was abandoned while it waited): an unclaimed
-  /// prefetch is dropped, and cancelled if it still runs.
-  public func forgetPrefetch(_ url: String) {
-    let dropped = state.withLock { state -> Download? in
+  /// prefetch is dropped, and cancelled if it still runs. One that ended with the original is returned,
+  /// for the caller to record the download nobody else will.
+  public func forgetPrefetch(_ url: String) -> (FetchedOriginal, Delivery)? {
+    let dropped = state.withLock { state -> Flight? in
       guard let flight = state.flights[url], flight.unclaimed else { return nil }
       state.flights[url] = nil
-      return flight.ended ? nil : flight.download
+      return flight
     }
-    dropped?.cancel()
+    guard let dropped else { return nil }
+    guard let ended = dropped.ended else {
+      dropped.download.cancel()
+      return nil
+    }
+    return try? ended.get()
   }
 
   /// Drops least recently used originals from the cache until at least `bytes` of them are gone (the
@@ -206,7 +217,10 @@ public final class OriginalSource: Sendable {
       switch try await fetcher.fetch(url, revalidating: validators) {
       case .downloaded(var original):
         // Once, here: the originals row and the render key both use it, for every job of the URL.
-        if let digest { original.sha256 = await digest(original.bytes) }
+        if let hashing {
+          let bytes = original.bytes
+          original.sha256 = await hashing.run { Digest.sha256Hex(bytes) }
+        }
         result = .success((original, .downloaded))
       case .notModified(let fresh):
         guard var original = stale else {
@@ -225,7 +239,7 @@ public final class OriginalSource: Sendable {
       // Only our own flight: an abandoned one may have been replaced by a newer download of the URL.
       // An unclaimed prefetch stays until its job takes it (or forgets it).
       if var own = state.flights[url], own.id == flight {
-        own.ended = true
+        own.ended = result
         state.flights[url] = own.unclaimed ? own : nil
       }
       if case .success(let (original, delivery)) = result {
@@ -240,7 +254,6 @@ public final class OriginalSource: Sendable {
       return evicted
     }
     withExtendedLifetime(evicted) {}
-    if case .success(let (original, delivery)) = result { await downloaded(url, original, delivery) }
     return result
   }
 }

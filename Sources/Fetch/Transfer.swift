@@ -1,3 +1,4 @@
+import Admission
 import CCurlShim
 import CLibCurl
 import Foundation
@@ -17,7 +18,7 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
 
   init(
     url: String, validators: Validators?, limits: FetchLimits, addressGuard: AddressGuard,
-    timeout: Double, cancellation: TransferCancellation, memory: (any DownloadMemory)?
+    timeout: Double, cancellation: TransferCancellation, memory: AdmissionGate?
   ) throws(JobError) {
     guard let easy = CurlEasy() else { throw JobError(.internalError, "curl_easy_init failed") }
     self.easy = easy

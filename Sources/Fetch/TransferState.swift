@@ -1,3 +1,4 @@
+import Admission
 import CCurlShim
 import CLibCurl
 import Foundation
@@ -29,7 +30,7 @@ final class TransferState: @unchecked Sendable {
 
   init(
     handle: UnsafeMutableRawPointer, maxBytes: Int, addressGuard: AddressGuard, host: String?,
-    cancellation: TransferCancellation, memory: (any DownloadMemory)?
+    cancellation: TransferCancellation, memory: AdmissionGate?
   ) {
     self.reservation = memory.map(BodyReservation.init)
     self.handle = handle

@@ -1,4 +1,5 @@
 import Foundation
+import Hashing
 public import ThumbCore
 public import Transport
 
@@ -67,7 +68,7 @@ public final class S3Store: ThumbnailStore {
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
     let exists = try await exchange(.head, key: key, deadline: deadline)
     if exists == .ok { return .alreadyStored }
-    let hash = StorageKey.contentHash(of: key) ?? StorageKey.sha256Hex(bytes)
+    let hash = StorageKey.contentHash(of: key) ?? Digest.sha256Hex(bytes)
     _ = try await exchange(
       .put, key: key, deadline: deadline, body: bytes,
       headers: ["Content-Type: \(contentType)", "Cache-Control: \(Self.cacheControl)"], payloadHash: hash)
@@ -81,7 +82,7 @@ public final class S3Store: ThumbnailStore {
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
     _ = try await exchange(
       .put, key: ".thumbd-check", deadline: deadline, body: body, headers: ["Content-Type: text/plain"],
-      payloadHash: StorageKey.sha256Hex(body))
+      payloadHash: Digest.sha256Hex(body))
   }
 
   /// One request, retried while the answer is transient and the deadline allows. HEAD answers `.ok`

@@ -1,5 +1,5 @@
-import CLibCrypto
 import Foundation
+import Hashing
 public import ThumbCore
 
 /// Where thumbnails go. Keys are content-addressed (`ab/cd/<sha256>.jpg`): the same bytes always get the
@@ -31,7 +31,7 @@ public enum StoreOutcome: Sendable, Equatable {
 
 public enum StorageKey {
   public static func contentAddressed(_ bytes: [UInt8], fileExtension: String) -> String {
-    let hex = sha256Hex(bytes)
+    let hex = Digest.sha256Hex(bytes)
     let start = hex.startIndex
     let a = hex[start..<hex.index(start, offsetBy: 2)]
     let b = hex[hex.index(start, offsetBy: 2)..<hex.index(start, offsetBy: 4)]
@@ -43,19 +43,6 @@ public enum StorageKey {
     let name = key.split(separator: "/").last.map { $0.split(separator: ".").first.map(String.init) ?? "" }
     guard let name, name.count == 64, name.utf8.allSatisfy({ isHexDigit($0) }) else { return nil }
     return name
-  }
-
-  public static func sha256Hex(_ bytes: [UInt8]) -> String {
-    var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-    bytes.withUnsafeBufferPointer { src in _ = SHA256(src.baseAddress, src.count, &digest) }
-    let digits = Array("0123456789abcdef".utf8)
-    var hex = [UInt8]()
-    hex.reserveCapacity(digest.count * 2)
-    for byte in digest {
-      hex.append(digits[Int(byte >> 4)])
-      hex.append(digits[Int(byte & 0x0f)])
-    }
-    return String(decoding: hex, as: UTF8.self)
   }
 
   private static func isHexDigit(_ c: UInt8) -> Bool { (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) }

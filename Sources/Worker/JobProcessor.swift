@@ -1,6 +1,8 @@
+import Admission
 public import Blocking
 public import Fetch
 import Foundation
+import Hashing
 public import Imaging
 public import Queue
 public import Storage
@@ -22,20 +24,23 @@ public struct JobProcessor: Sendable {
   let metrics: WorkerMetrics?
   /// Finds an earlier job's variants by render key (nil: every job renders).
   let reuse: RenderReuse?
+  /// Records each download or revalidation this worker makes (nil: not recorded).
+  let originalsLog: OriginalsLog?
 
   public init(
     originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool
   ) {
     self.init(
       originals: originals, thumbnailer: thumbnailer, store: store, pool: pool, memory: nil, metrics: nil,
-      reuse: nil)
+      reuse: nil, originalsLog: nil)
   }
 
   init(
     originals: OriginalSource, thumbnailer: Thumbnailer, store: any ThumbnailStore, pool: BlockingPool,
-    memory: AdmissionGate?, metrics: WorkerMetrics?, reuse: RenderReuse?
+    memory: AdmissionGate?, metrics: WorkerMetrics?, reuse: RenderReuse?, originalsLog: OriginalsLog?
   ) {
     self.reuse = reuse
+    self.originalsLog = originalsLog
     self.memory = memory
     self.metrics = metrics
     self.originals = originals
@@ -52,8 +57,11 @@ public struct JobProcessor: Sendable {
 
   /// The job the prefetch was for ended before it fetched (dropped while it waited for a slot, an invalid
   /// profile, a storage refusal).
-  public func forgetPrefetch(_ url: String) {
-    originals.forgetPrefetch(url)
+  public func forgetPrefetch(_ url: String) async {
+    // A prefetch that ended was a download all the same: recorded like any.
+    if let (original, delivery) = originals.forgetPrefetch(url) {
+      await originalsLog?.record(url, original, delivery)
+    }
   }
 
   public func process(_ job: LeasedJob, _ life: JobLife) async throws(JobError) -> JobResult {
@@ -163,13 +171,16 @@ public struct JobProcessor: Sendable {
   ) async throws(JobError) -> RenderOutcome {
     life.enter(.fetching)
     let fetching = ContinuousClock.now
-    let (original, _) = try await originals.original(for: url)
+    let (original, delivery) = try await originals.original(for: url)
+    if delivery == .downloaded || delivery == .revalidated {
+      await originalsLog?.record(url, original, delivery)
+    }
     let fetchSeconds = fetching.duration(to: .now).inSeconds
     metrics?.stage(.fetch, seconds: fetchSeconds)
     let bytes = original.bytes
     var sourceHash = original.sha256
     if let (reuse, spec) = reusing {
-      if sourceHash == nil { sourceHash = await pool.run { StorageKey.sha256Hex(bytes) } }
+      if sourceHash == nil { sourceHash = await pool.run { Digest.sha256Hex(bytes) } }
       let key = RenderKey.make(source: sourceHash!, spec: spec, storage: store.identity)
       // A job here is rendering the same: its outcome, once written, is what we would find. Its slot
       // goes to another job meanwhile (the wait is short: HeldJobs.Settings.reusePatience).
@@ -236,11 +247,16 @@ extension OriginalRecord {
   init(url: String, _ original: FetchedOriginal) {
     let format = ImageFormat.sniff(original.bytes)
     self.init(
-      url: url, bytes: original.bytes.count, sha256: original.sha256 ?? StorageKey.sha256Hex(original.bytes),
+      url: url, bytes: original.bytes.count, sha256: original.sha256 ?? Digest.sha256Hex(original.bytes),
       contentType: original.contentType, etag: original.validators.etag,
       lastModified: original.validators.lastModified, format: format?.rawValue,
       size: format.flatMap { ImageProbe.pixelSize(original.bytes, format: $0) })
   }
+}
+
+/// Writes the `thumbs.originals` row of a download or revalidation (JobQueue.recordOriginal).
+struct OriginalsLog: Sendable {
+  let record: @Sendable (String, FetchedOriginal, OriginalSource.Delivery) async -> Void
 }
 
 /// Looks up an earlier job's variants by render key (JobQueue.findRendered). A failed lookup is a miss:
@@ -259,6 +275,6 @@ enum RenderKey {
   static let rendererVersion = 3
 
   static func make(source: String, spec: String, storage: String) -> String {
-    StorageKey.sha256Hex(Array("thumbd-render \(rendererVersion)\n\(source)\n\(spec)\n\(storage)".utf8))
+    Digest.sha256Hex(Array("thumbd-render \(rendererVersion)\n\(source)\n\(spec)\n\(storage)".utf8))
   }
 }

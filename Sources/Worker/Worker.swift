@@ -1,7 +1,9 @@
+import Admission
 import Blocking
 import CoreMetrics
 import Fetch
 import Foundation
+import Hashing
 import Imaging
 public import Logging
 public import Prometheus
@@ -21,12 +23,12 @@ public protocol JobHandler: Sendable {
   /// A job waits for a slot: its original may download meanwhile.
   func prefetch(_ url: String)
   /// The job a prefetch was for ended without fetching it.
-  func forgetPrefetch(_ url: String)
+  func forgetPrefetch(_ url: String) async
 }
 
 extension JobHandler {
   public func prefetch(_ url: String) {}
-  public func forgetPrefetch(_ url: String) {}
+  public func forgetPrefetch(_ url: String) async {}
 }
 
 extension JobProcessor: JobHandler {}
@@ -95,8 +97,7 @@ public final class Worker: Sendable {
     let (leaser, writer, keeperQueue) = (connect(), connect(), connect())
     defer { [leaser, writer, keeperQueue].forEach { $0.client.close() } }
     let multi = CurlMulti()
-    let originals = makeOriginalSource(recordingWith: writer, pool: pool, multi: multi)
-    memory.onShortfall { originals.evict(atLeast: $0) }
+    let originals = makeOriginalSource(pool: pool, multi: multi)
     // The storage is opened only for the real pipeline (benchmarks' handlers store nothing).
     let store =
       try self.handler == nil ? StorageURL.open(config.storageSettings, pool: pool, multi: multi) : nil
@@ -104,15 +105,14 @@ public final class Worker: Sendable {
       self.handler
       ?? makeProcessor(
         originals: originals, pool: pool, store: store!,
-        reuse: RenderReuse { key in (try? await writer.findRendered(renderKey: key)) ?? nil })
+        reuse: RenderReuse { key in (try? await writer.findRendered(renderKey: key)) ?? nil },
+        log: originalsLog(writer: writer, pool: pool))
     let readiness = Readiness(livenessWindow: .seconds(60 + config.leaseSeconds))
     let completer = Completer(queue: writer, logger: logger, activity: activity.reporter(for: "completer")) {
       [metrics] in metrics.outcomeBatch()
     }
-    var held = HeldJobs<JobRunner.Execution>.Settings(slots: config.concurrency)
-    held.retryPolicy = config.retryPolicy
     let runner = JobRunner(
-      settings: held, handler: handler, completer: completer, metrics: metrics, logger: logger)
+      settings: config.heldJobs(), handler: handler, completer: completer, metrics: metrics, logger: logger)
     metrics.budget(config.memoryBudget)
     let record = WorkerRecord(
       id: config.workerID, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()),
@@ -199,25 +199,29 @@ public final class Worker: Sendable {
   }
 
   private func makeProcessor(
-    originals: OriginalSource, pool: BlockingPool, store: any ThumbnailStore, reuse: RenderReuse
+    originals: OriginalSource, pool: BlockingPool, store: any ThumbnailStore, reuse: RenderReuse,
+    log: OriginalsLog
   ) -> JobProcessor {
     JobProcessor(
       originals: originals, thumbnailer: Thumbnailer(maxPixels: config.maxPixels), store: store, pool: pool,
-      memory: memory, metrics: metrics, reuse: reuse)
+      memory: memory, metrics: metrics, reuse: reuse, originalsLog: log)
   }
 
-  /// Downloads each URL once for all the jobs here that name it, and writes its `thumbs.originals` row
-  /// after every download or revalidation (hashing on the pool; a failed write is logged, not fatal).
-  private func makeOriginalSource(
-    recordingWith writer: JobQueue, pool: BlockingPool, multi: CurlMulti
-  ) -> OriginalSource {
-    // Downloads are counted against the memory budget as their bodies arrive.
+  /// Downloads each URL once for all the jobs here that name it, hashing each body once on the pool.
+  /// Downloads are counted against the memory budget as their bodies arrive, and the cache gives its
+  /// originals back when a decode lacks memory.
+  private func makeOriginalSource(pool: BlockingPool, multi: CurlMulti) -> OriginalSource {
     let fetcher = Fetcher(
       limits: config.fetch, addressGuard: config.addressGuard, memory: memory, multi: multi)
     var settings = config.originals
     settings.cacheBytes = config.effectiveOriginalCacheBytes
-    let record: @Sendable (String, FetchedOriginal, OriginalSource.Delivery) async -> Void = {
-      [logger, metrics, workerID = config.workerID] url, original, delivery in
+    return OriginalSource(fetcher: fetcher, settings: settings, hashingOn: pool)
+  }
+
+  /// Writes the `thumbs.originals` row after every download or revalidation (a failed write is logged,
+  /// not fatal).
+  private func originalsLog(writer: JobQueue, pool: BlockingPool) -> OriginalsLog {
+    OriginalsLog { [logger, metrics, workerID = config.workerID] url, original, delivery in
       if delivery == .downloaded { metrics.downloaded(bytes: original.bytes.count) }
       let record = await pool.run { OriginalRecord(url: url, original) }
       do {
@@ -227,9 +231,5 @@ public final class Worker: Sendable {
           "could not record the original", metadata: ["url": "\(url.prefix(200))", "error": "\(error)"])
       }
     }
-    return OriginalSource(
-      fetcher: fetcher, settings: settings, downloaded: record,
-      digest: { bytes in await pool.run { StorageKey.sha256Hex(bytes) } })
-
   }
 }

@@ -1,9 +1,14 @@
 public import Fetch
 import Foundation
+public import Logging
 public import Storage
 public import ThumbCore
 
-/// Everything `thumbd worker` is told on its command line or in THUMBD_* variables.
+/// Everything `thumbd worker` is configured with, in one value: the worker's own settings and the
+/// process around it (logging, the HTTP endpoint). The command builds it with `WorkerConfig.resolve`
+/// from flags, `THUMBD_*` variables, a YAML file and defaults (`WorkerOption.all` says how, one row per
+/// option); the services read it as it is, and the pure schedules take their settings from it
+/// (`WorkerConfig+Schedules.swift`).
 public struct WorkerConfig: Sendable {
   public var databaseURL: String
   public var storageURL: String
@@ -71,6 +76,30 @@ public struct WorkerConfig: Sendable {
   /// None with the original cache off: a prefetched original would have nowhere to wait.
   public var effectiveLeaseAhead: Int { effectiveOriginalCacheBytes > 0 ? leaseAhead : 0 }
 
+  public var logFormat: LogFormat = .text
+  public var logLevel: Logger.Level = .info
+  /// The YAML file the settings came from, if any (`--config`, `THUMBD_CONFIG`).
+  public var configFile: String?
+
+  public enum LogFormat: String, Sendable, CaseIterable {
+    case text, json
+  }
+
+  /// The command's defaults, before any flag, variable or file: `databaseURL` and `storageURL` are
+  /// empty (both are required), concurrency is the number of cores, the HTTP endpoint on port 9464.
+  public init() {
+    self.init(databaseURL: "", storageURL: "")
+    concurrency = ProcessInfo.processInfo.activeProcessorCount
+    httpAddress = HTTPAddress(host: "0.0.0.0", port: 9464)
+  }
+
+  /// Strings that must never appear in a log line or in `config check`: the database password, the S3
+  /// secret key and session token.
+  public var secrets: [String] {
+    [DatabaseURL.password(in: databaseURL)].compactMap { $0 } + (s3Credentials?.secrets ?? [])
+  }
+
+  /// The library's defaults (two jobs at once, no HTTP endpoint), for a worker embedded in a program.
   public init(databaseURL: String, storageURL: String) {
     self.databaseURL = databaseURL
     self.storageURL = storageURL

@@ -20,7 +20,7 @@ struct ConfigCommand: AsyncParsableCommand {
     var options: [String] = []
 
     func run() async throws {
-      let resolution = WorkerSettings.resolve(
+      let resolution = WorkerConfig.resolve(
         arguments: options, environment: ProcessInfo.processInfo.environment)
       let secrets = resolution.settings.secrets
       guard resolution.errors.isEmpty else {

@@ -19,13 +19,13 @@ struct Thumbd: AsyncParsableCommand {
   static func bootstrapLogging() {
     let environment = ProcessInfo.processInfo.environment
     bootstrapLogging(
-      format: environment["THUMBD_LOG_FORMAT"].flatMap { WorkerSettings.LogFormat(rawValue: $0) } ?? .text,
+      format: environment["THUMBD_LOG_FORMAT"].flatMap { WorkerConfig.LogFormat(rawValue: $0) } ?? .text,
       level: environment["THUMBD_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info,
       secrets: environment["DATABASE_URL"].flatMap { DatabaseURL.password(in: $0) }.map { [$0] } ?? [])
   }
 
   /// Text lines (swift-log's stream handler) or JSON lines, with `secrets` masked in every line.
-  static func bootstrapLogging(format: WorkerSettings.LogFormat, level: Logger.Level, secrets: [String]) {
+  static func bootstrapLogging(format: WorkerConfig.LogFormat, level: Logger.Level, secrets: [String]) {
     LoggingSystem.bootstrap { label in
       var handler: any LogHandler
       switch format {

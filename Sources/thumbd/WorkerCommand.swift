@@ -25,7 +25,7 @@ struct WorkerCommand: AsyncParsableCommand {
     // reads its configuration or starts its services is kept, and ends the worker once it has started.
     let shutdown = ShutdownSignal()
     let stopSignals = await StopSignals.install([SIGTERM, SIGINT], requesting: shutdown)
-    let resolution = WorkerSettings.resolve(
+    let resolution = WorkerConfig.resolve(
       arguments: options, environment: ProcessInfo.processInfo.environment)
     guard resolution.errors.isEmpty else {
       for error in resolution.errors {
@@ -40,7 +40,7 @@ struct WorkerCommand: AsyncParsableCommand {
     MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
     Allocator.tuneForLargeBuffers()
     let worker = Worker(
-      config: settings.worker, shutdown: shutdown, logger: Logger(label: "thumbd.worker"), registry: registry)
+      config: settings, shutdown: shutdown, logger: Logger(label: "thumbd.worker"), registry: registry)
     let totals: WorkerCounters
     do {
       totals = try await worker.run()
@@ -50,7 +50,7 @@ struct WorkerCommand: AsyncParsableCommand {
       throw ExitCode(1)
     }
     withExtendedLifetime(stopSignals) {}
-    if totals.succeeded + totals.failed + totals.retried == 0 && settings.worker.drain {
+    if totals.succeeded + totals.failed + totals.retried == 0 && settings.drain {
       print("no jobs were due")
     }
   }

@@ -65,7 +65,7 @@ struct DeployFilesTests {
     // Stopping: systemd's SIGKILL must come after the grace the worker gives running jobs, by default
     // (the options model) and as the example configures it.
     let timeout = try #require(unit.seconds("Service", "TimeoutStopSec"), "TimeoutStopSec")
-    let defaultGrace = WorkerSettings().worker.shutdownGrace
+    let defaultGrace = WorkerConfig().shutdownGrace
     let exampleGrace = try #require(Double(example.value("shutdown-grace") ?? ""))
     #expect(timeout > defaultGrace, "TimeoutStopSec=\(timeout) vs default shutdown-grace \(defaultGrace)")
     #expect(

@@ -1,5 +1,7 @@
+import Admission
 import Fetch
 import Foundation
+import TestSupport
 import Testing
 import ThumbCore
 

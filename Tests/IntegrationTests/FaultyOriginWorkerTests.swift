@@ -1,5 +1,6 @@
 import Foundation
 import Queue
+import TestSupport
 import Testing
 
 /// A real `thumbd worker` process against an origin that misbehaves in every way at once: each job ends

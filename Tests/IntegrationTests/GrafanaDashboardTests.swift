@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// deploy/grafana/thumbd.json: valid JSON, the panels the deploy issue asks for, and every metric it

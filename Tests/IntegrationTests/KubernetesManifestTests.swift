@@ -51,10 +51,10 @@ struct KubernetesManifestTests {
   }
 
   /// The ConfigMap's thumbd.yaml, read by the worker's own settings model.
-  func configuration() throws -> WorkerSettings {
+  func configuration() throws -> WorkerConfig {
     let map = try Self.single("ConfigMap")
     let text = try #require((map["data"] as? [String: Any])?["thumbd.yaml"] as? String)
-    let resolution = WorkerSettings.resolve(
+    let resolution = WorkerConfig.resolve(
       arguments: ["--config", "/etc/thumbd/thumbd.yaml"],
       environment: [
         "DATABASE_URL": "postgresql://w@db/photos", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
@@ -73,7 +73,7 @@ struct KubernetesManifestTests {
 
     // The stop: the pod is killed only after the worker's grace and its hand-back.
     let grace = try #require(pod["terminationGracePeriodSeconds"] as? Int)
-    #expect(Double(grace) >= settings.worker.shutdownGrace + 10)
+    #expect(Double(grace) >= settings.shutdownGrace + 10)
 
     // Probes on the worker's endpoint.
     func probe(_ name: String) -> String? {
@@ -82,7 +82,7 @@ struct KubernetesManifestTests {
     #expect(probe("livenessProbe") == "/healthz")
     #expect(probe("readinessProbe") == "/readyz")
     let port = try #require((container["ports"] as? [[String: Any]])?.first?["containerPort"] as? Int)
-    #expect(port == settings.worker.httpAddress?.port)
+    #expect(port == settings.httpAddress?.port)
     let annotations = try #require(
       (template["metadata"] as? [String: Any])?["annotations"] as? [String: String])
     #expect(annotations["prometheus.io/scrape"] == "true" && annotations["prometheus.io/port"] == "\(port)")
@@ -91,9 +91,9 @@ struct KubernetesManifestTests {
     let resources = try #require(container["resources"] as? [String: Any])
     let limit = try #require((resources["limits"] as? [String: Any])?["memory"] as? String)
     let limitBytes = try #require(Self.kubernetesBytes(limit))
-    #expect(limitBytes >= settings.worker.memoryBudget + 128 * 1024 * 1024, "\(limit)")
+    #expect(limitBytes >= settings.memoryBudget + 128 * 1024 * 1024, "\(limit)")
     let cpu = try #require((resources["requests"] as? [String: Any])?["cpu"] as? String)
-    #expect(Int(cpu) == settings.worker.concurrency, "one core per job slot")
+    #expect(Int(cpu) == settings.concurrency, "one core per job slot")
 
     // Secrets, not literals, for the database and S3.
     let env = try #require(container["env"] as? [[String: Any]])

@@ -2,6 +2,7 @@ import Blocking
 import Foundation
 import Logging
 import Queue
+import TestSupport
 import Testing
 import ThumbCore
 import Worker

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Real worker processes, killed, frozen and stopped: nothing is lost, nothing is done twice.

@@ -1,4 +1,5 @@
 import Foundation
+import Hashing
 import Storage
 import Testing
 import ThumbCore
@@ -43,7 +44,7 @@ struct S3StoreTests {
     #expect(sent.path == "/\(server.bucket)/\(prefix)/\(key)")
     #expect(sent.signed)
     #expect(sent.headers["x-amz-content-sha256"] == StorageKey.contentHash(of: key))
-    #expect(sent.headers["x-amz-content-sha256"] == StorageKey.sha256Hex(bytes))
+    #expect(sent.headers["x-amz-content-sha256"] == Digest.sha256Hex(bytes))
     #expect(sent.headers["content-length"] == "\(bytes.count)")
     #expect(sent.headers["x-amz-security-token"] == nil)
     #expect(store.location(of: key) == "\(proxy.endpoint)/\(server.bucket)/\(prefix)/\(key)")

@@ -1,6 +1,8 @@
 import Foundation
+import Hashing
 import Imaging
 import Storage
+import TestSupport
 import Testing
 import ThumbCore
 
@@ -86,7 +88,7 @@ struct S3WorkerTests {
         bytes = [UInt8](try Data(contentsOf: storage.appendingPathComponent(key)))
       }
       #expect(key.hasSuffix(".jpg") && row[5] == "jpeg", "\(key)")
-      #expect(StorageKey.contentHash(of: key) == StorageKey.sha256Hex(bytes), "\(name) \(key)")
+      #expect(StorageKey.contentHash(of: key) == Digest.sha256Hex(bytes), "\(name) \(key)")
       #expect(key == StorageKey.contentAddressed(bytes, fileExtension: "jpg"))
       #expect(bytes.count == size, "\(name) \(key)")
       let image = try JPEG.decode(bytes)

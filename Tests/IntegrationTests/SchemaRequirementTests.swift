@@ -1,5 +1,6 @@
 import Foundation
 import Queue
+import TestSupport
 import Testing
 
 /// A worker whose database is not ready for it (a schema older than its statements, no schema at all, a

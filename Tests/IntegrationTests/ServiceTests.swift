@@ -1,5 +1,6 @@
 import Foundation
 import Queue
+import TestSupport
 import Testing
 
 /// `thumbd worker` as operators run it: probes, metrics, JSON logs, a database that goes away, SIGTERM.

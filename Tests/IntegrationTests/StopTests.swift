@@ -2,6 +2,7 @@ import Blocking
 import Foundation
 import Imaging
 import Queue
+import TestSupport
 import Testing
 
 /// A worker's stop, from outside. SIGTERM at any point of its start-up ends in exit 0 (the short run of

@@ -91,16 +91,6 @@ final class WorkerProcess: @unchecked Sendable {
   }
 }
 
-/// Polls `condition` every 50 ms until it holds or `timeout` seconds pass; returns whether it held.
-func eventually(timeout: Double, _ condition: () throws -> Bool) async rethrows -> Bool {
-  let deadline = Date().addingTimeInterval(timeout)
-  while Date() < deadline {
-    if try condition() { return true }
-    try? await Task.sleep(for: .milliseconds(50))
-  }
-  return try condition()
-}
-
 /// A JPEG made here (a gradient, so it compresses to a realistic size), for tests that must not depend
 /// on ../shared.
 func makeTestJPEG(width: Int = 1200, height: Int = 900) throws -> [UInt8] {

@@ -62,9 +62,9 @@ import Testing
     #expect(decisions(ended) == [.succeeded])
     #expect(jobs.phase(of: lease) == .writingOutcome && jobs.finishing == 1 && jobs.aside == 0)
     #expect(jobs.mayWrite(lease))
-    let (endedIn, released) = jobs.released(lease)
-    #expect(endedIn == .writingOutcome)
-    #expect(wakes(released))
+    let released = jobs.released(lease)
+    #expect(released.endedIn == .writingOutcome && released.prefetched == nil)
+    #expect(wakes(released.actions))
     #expect(jobs.running == 0 && jobs.snapshot.isEmpty)
   }
 
@@ -117,8 +117,7 @@ import Testing
     _ = jobs.leased(leased([1, 2]), now: t0)
     let lost = jobs.heartbeatAnswered(sent: [lease(2)], extended: [], now: t0)
     #expect(lost.contains { if case .abandon("job2t", .leaseLost, true) = $0 { true } else { false } })
-    let (_, released) = jobs.released(lease(2))
-    #expect(released.contains { if case .forgetPrefetch("https://o/2.jpg") = $0 { true } else { false } })
+    #expect(jobs.released(lease(2)).prefetched == "https://o/2.jpg", "its prefetch is dropped")
     #expect(started(jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0)).isEmpty)
   }
 
@@ -224,7 +223,7 @@ import Testing
     #expect(started(aside) == ["job3t"], "the duplicate's slot goes to the next job")
     #expect(jobs.phase(of: lease(2)) == .awaitingReuse)
     _ = jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0 + .seconds(2))
-    let (_, released) = jobs.released(lease(1))
+    let released = jobs.released(lease(1)).actions
     #expect(released.contains { if case .endReuseWait(["job2t"]) = $0 { true } else { false } })
     jobs.reuseWaitEnded(lease(2))
     #expect(jobs.lookingForReuse("k", lease(2), now: t0 + .seconds(2)).until == nil)
@@ -236,9 +235,9 @@ import Testing
     jobs.renders("k", lease(1))
     jobs.renders("k", lease(2))
     _ = jobs.lookingForReuse("k", lease(3), now: t0)
-    let (_, first) = jobs.released(lease(1))
+    let first = jobs.released(lease(1)).actions
     #expect(!first.contains { if case .endReuseWait = $0 { true } else { false } })
-    let (_, second) = jobs.released(lease(2))
+    let second = jobs.released(lease(2)).actions
     #expect(second.contains { if case .endReuseWait(["job3t"]) = $0 { true } else { false } })
   }
 

@@ -171,13 +171,13 @@ import Testing
     #expect(problem("s3://bucket/p", endpoint: "") == nil, "an empty endpoint means AWS's")
   }
 
-  // MARK: WorkerSettings
+  // MARK: WorkerConfig
 
   let base = ["DATABASE_URL": "postgresql://db/thumbs"]
   let credentials = ["AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrSECRETKEYexample"]
 
   func resolve(_ arguments: [String], env: [String: String]) -> SettingsResolution {
-    WorkerSettings.resolve(arguments: arguments, environment: base.merging(env) { $1 }, readFile: { _ in "" })
+    WorkerConfig.resolve(arguments: arguments, environment: base.merging(env) { $1 }, readFile: { _ in "" })
   }
 
   @Test func theS3OptionsReachTheStorageSettings() {
@@ -188,7 +188,7 @@ import Testing
       ],
       env: credentials)
     #expect(result.errors.isEmpty, "\(result.errors)")
-    let storage = result.settings.worker.storageSettings
+    let storage = result.settings.storageSettings
     #expect(storage.url == "s3://thumbs/v1")
     #expect(storage.s3Endpoint == "http://127.0.0.1:9000")
     #expect(storage.s3PathStyle)
@@ -204,26 +204,26 @@ import Testing
       ]) { $1 })
     #expect(fromEnv.errors.isEmpty, "\(fromEnv.errors)")
     #expect(
-      fromEnv.settings.worker.s3PathStyle
+      fromEnv.settings.s3PathStyle
         && fromEnv.sources["s3-path-style"] == .environment("THUMBD_S3_PATH_STYLE"))
-    #expect(fromEnv.settings.worker.s3Endpoint == "https://s3.example")
+    #expect(fromEnv.settings.s3Endpoint == "https://s3.example")
   }
 
   @Test func theRegionFallsBackToAWSRegionThenUSEast1() {
     let fallback = resolve(
       ["--storage", "s3://thumbs"], env: credentials.merging(["AWS_REGION": "ap-south-1"]) { $1 })
-    #expect(fallback.settings.worker.s3Region == "ap-south-1")
+    #expect(fallback.settings.s3Region == "ap-south-1")
     #expect(fallback.sources["s3-region"] == .environment("AWS_REGION"))
     #expect(fallback.report.contains("s3-region: ap-south-1  # env"), "\(fallback.report)")
 
     let ours = resolve(
       ["--storage", "s3://thumbs"],
       env: credentials.merging(["AWS_REGION": "ap-south-1", "THUMBD_S3_REGION": "eu-north-1"]) { $1 })
-    #expect(ours.settings.worker.s3Region == "eu-north-1")
+    #expect(ours.settings.s3Region == "eu-north-1")
     #expect(ours.sources["s3-region"] == .environment("THUMBD_S3_REGION"))
 
     let none = resolve(["--storage", "s3://thumbs"], env: credentials)
-    #expect(none.settings.worker.s3Region == "us-east-1" && none.sources["s3-region"] == .default)
+    #expect(none.settings.s3Region == "us-east-1" && none.sources["s3-region"] == .default)
   }
 
   @Test func missingCredentialsAreAnErrorOnStorage() {
@@ -252,7 +252,7 @@ import Testing
     let result = resolve(
       ["--storage", "s3://thumbs/v1"], env: credentials.merging(["AWS_SESSION_TOKEN": token]) { $1 })
     #expect(result.errors.isEmpty, "\(result.errors)")
-    #expect(result.settings.worker.s3Credentials?.sessionToken == token)
+    #expect(result.settings.s3Credentials?.sessionToken == token)
     let report = result.report.joined(separator: "\n")
     #expect(report.contains("storage: s3://thumbs/v1"), "\(report)")
     #expect(!report.contains("wJalrSECRETKEYexample"))
@@ -264,7 +264,7 @@ import Testing
     // What the log formatter does with any line that carries them.
     let line = redacting("signing with wJalrSECRETKEYexample and \(token)", secrets: secrets)
     #expect(line == "signing with **** and ****")
-    #expect(!"\(result.settings.worker.s3Credentials!)".contains("wJalrSECRETKEYexample"))
-    #expect(!"\(result.settings.worker.s3Credentials!)".contains(token))
+    #expect(!"\(result.settings.s3Credentials!)".contains("wJalrSECRETKEYexample"))
+    #expect(!"\(result.settings.s3Credentials!)".contains(token))
   }
 }

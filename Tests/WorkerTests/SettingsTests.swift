@@ -10,7 +10,7 @@ import Testing
 
   func resolve(_ arguments: [String], env: [String: String] = [:], file: String? = nil) -> SettingsResolution
   {
-    WorkerSettings.resolve(
+    WorkerConfig.resolve(
       arguments: arguments + (file == nil ? [] : ["--config", "/etc/thumbd.yaml"]),
       environment: base.merging(env) { $1 }, readFile: { _ in file ?? "" })
   }
@@ -20,13 +20,13 @@ import Testing
       ["--lease-ttl=20"], env: ["THUMBD_LEASE_TTL": "30", "THUMBD_POLL_INTERVAL": "3"],
       file: "lease-ttl: 40\npoll-interval: 4\nshutdown-grace: 5\n")
     #expect(result.errors.isEmpty)
-    #expect(result.settings.worker.leaseSeconds == 20 && result.sources["lease-ttl"] == .flag)
-    #expect(result.settings.worker.pollInterval == 3)
+    #expect(result.settings.leaseSeconds == 20 && result.sources["lease-ttl"] == .flag)
+    #expect(result.settings.pollInterval == 3)
     #expect(result.sources["poll-interval"] == .environment("THUMBD_POLL_INTERVAL"))
     #expect(
-      result.settings.worker.shutdownGrace == 5
+      result.settings.shutdownGrace == 5
         && result.sources["shutdown-grace"] == .file("/etc/thumbd.yaml"))
-    #expect(result.settings.worker.retentionSeconds == 7 * 86400 && result.sources["retention"] == .default)
+    #expect(result.settings.retentionSeconds == 7 * 86400 && result.sources["retention"] == .default)
   }
 
   @Test func valuesAreParsedAsOperatorsWriteThem() {
@@ -37,14 +37,14 @@ import Testing
     ])
     #expect(result.errors.isEmpty, "\(result.errors)")
     let settings = result.settings
-    #expect(settings.worker.memoryBudget == 1 << 30)
-    #expect(settings.worker.drain)
-    #expect(settings.worker.retentionSeconds == 43200)
-    #expect(settings.worker.httpAddress == nil)
+    #expect(settings.memoryBudget == 1 << 30)
+    #expect(settings.drain)
+    #expect(settings.retentionSeconds == 43200)
+    #expect(settings.httpAddress == nil)
     #expect(settings.logFormat == .json)
     // A connection may not outlast the whole download.
-    #expect(settings.worker.fetch.connectTimeout == 5)
-    #expect(settings.worker.allowHosts == "127.0.0.1,192.0.2.0/24")
+    #expect(settings.fetch.connectTimeout == 5)
+    #expect(settings.allowHosts == "127.0.0.1,192.0.2.0/24")
   }
 
   @Test func everyBadValueIsReportedOnce() {
@@ -55,7 +55,7 @@ import Testing
     #expect(described.contains("concurrency (flag): '0' is not a whole number in 1...256"))
     #expect(described.contains("nonsense (flag): unknown option --nonsense"))
     #expect(result.errors.count == 5, "\(described)")
-    let missing = WorkerSettings.resolve(arguments: ["--lease-ttl"], environment: base)
+    let missing = WorkerConfig.resolve(arguments: ["--lease-ttl"], environment: base)
     #expect(missing.errors.map(\.description) == ["lease-ttl (flag): --lease-ttl needs a value"])
     #expect(described.contains { $0.hasPrefix("memory-budget (env THUMBD_MEMORY_BUDGET):") })
     #expect(described.contains { $0.hasPrefix("retention (file /etc/thumbd.yaml):") })

@@ -45,8 +45,6 @@ public struct HeldJobs<Work> {
     case start(Work, refusedBy: JobError?)
     /// Start downloading the job's original while it waits for a slot.
     case prefetch(url: String)
-    /// The job ended without fetching the original prefetched for it: drop that download.
-    case forgetPrefetch(url: String)
     /// The lease is gone: cancel the work; nothing of it is written. `wasWaiting`: it never started
     /// (it had no slot yet).
     case abandon(Work, because: Abandonment, wasWaiting: Bool)
@@ -237,11 +235,23 @@ public struct HeldJobs<Work> {
   /// Whether the outcome may still be written: the lease was not lost or handed back since the work ended.
   public func mayWrite(_ lease: JobLease) -> Bool { entry(lease)?.phase == .writingOutcome }
 
-  /// The job's outcome was written (or will not be: its work was abandoned). Returns the phase it ended
-  /// in (`writingOutcome` when it was still held), or nil when a newer lease on the job replaced it.
-  public mutating func released(_ lease: JobLease) -> (endedIn: JobPhase?, actions: [Action]) {
-    guard let entry = entry(lease) else { return (nil, []) }
-    return (entry.phase, remove(entry, abandoning: nil) + [.wakeProducer])
+  /// What a released job leaves behind.
+  public struct Release {
+    /// The phase it ended in (`writingOutcome` when it was still held); nil when a newer lease on the
+    /// job replaced it.
+    public var endedIn: JobPhase?
+    /// The URL of a download started for it while it waited for a slot: if the job never took it
+    /// over (it ended before fetching), the runner drops it.
+    public var prefetched: String?
+    public var actions: [Action]
+  }
+
+  /// The job's outcome was written (or will not be: its work was abandoned): it leaves the book.
+  public mutating func released(_ lease: JobLease) -> Release {
+    guard let entry = entry(lease) else { return Release(endedIn: nil, prefetched: nil, actions: []) }
+    return Release(
+      endedIn: entry.phase, prefetched: entry.prefetched ? entry.url : nil,
+      actions: remove(entry, abandoning: nil) + [.wakeProducer])
   }
 
   /// A heartbeat answered: every lease sent but not extended is lost (unless the job was leased again
@@ -406,14 +416,13 @@ public struct HeldJobs<Work> {
     return [.abandon(entry.work, because: reason, wasWaiting: waiting)]
   }
 
-  /// Takes the entry out of the book: its render key is free and a prefetch it never used is dropped.
-  /// `abandoning`: the work is abandoned first (a lease superseded by a newer one).
+  /// Takes the entry out of the book: its render key is free. `abandoning`: the work is abandoned first
+  /// (a lease superseded by a newer one, whose job takes over any prefetch of the same URL).
   private mutating func remove(_ entry: Entry, abandoning reason: Abandonment?) -> [Action] {
     var actions: [Action] = []
     if let reason { actions += abandonWork(of: entry.lease, because: reason) }
     entries[entry.lease.id] = nil
     if let id = entry.group { leave(group: id, entry.lease) }
-    if entry.prefetched { actions.append(.forgetPrefetch(url: entry.url)) }
     if let key = entry.renderKey, !entries.values.contains(where: { $0.renderKey == key }) {
       var waiting: [Work] = []
       for (id, other) in entries where other.awaitingKey == key {
@@ -489,6 +498,7 @@ extension HeldJobs.LeasedWork: Sendable where Work: Sendable {}
 extension HeldJobs.Entry: Sendable where Work: Sendable {}
 extension HeldJobs.RenderGroup: Sendable where Work: Sendable {}
 extension HeldJobs.RenderRole: Sendable where Work: Sendable {}
+extension HeldJobs.Release: Sendable where Work: Sendable {}
 
 /// Where a held job is: its phase and since when, and whether it holds a job slot.
 public struct HeldJob: Equatable, Sendable {

@@ -107,8 +107,6 @@ final class JobRunner: Sendable {
         execution.begin { await self.work(execution, refusedBy: refusedBy) }
       case .prefetch(let url):
         handler.prefetch(url)
-      case .forgetPrefetch(let url):
-        handler.forgetPrefetch(url)
       case .abandon(let execution, let reason, _):
         if reason == .leaseLost {
           metrics.leaseLost()
@@ -169,8 +167,10 @@ final class JobRunner: Sendable {
     if let ended, jobs.withLock({ $0.mayWrite(execution.lease) }) {
       written = await completer.record(job, ended.outcome)
     }
-    let (endedIn, actions) = jobs.withLock { $0.released(execution.lease) }
-    perform(actions)
+    let release = jobs.withLock { $0.released(execution.lease) }
+    perform(release.actions)
+    if let url = release.prefetched { await handler.forgetPrefetch(url) }
+    let endedIn = release.endedIn
     guard let ended else { return }  // abandoned: logged where the lease was found lost
     log(job, ended, written: written, stillHeld: endedIn == .writingOutcome)
   }

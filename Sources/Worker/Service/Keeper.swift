@@ -27,10 +27,7 @@ struct Keeper: Service, WithServiceContext {
         await ending.value
         return
       }
-      var schedule = KeeperSchedule(
-        .init(
-          leaseSeconds: config.leaseSeconds, housekeepingSeconds: config.housekeepingInterval,
-          sampleSeconds: config.queueSampleInterval), start: .now)
+      var schedule = KeeperSchedule(config.keeperSchedule, start: .now)
       while !ending.isResolved {
         readiness.keeperRound()
         for task in schedule.due(now: .now, stopping: shutdown.isRequested) {

@@ -24,11 +24,7 @@ struct Producer: Service, WithServiceContext {
   }
 
   private func produce() async {
-    var settings = ProducerPacing.Settings(
-      concurrency: config.concurrency, leaseBatch: config.effectiveLeaseBatch, drain: config.drain,
-      pollInterval: .seconds(config.pollInterval), shutdownGrace: .seconds(config.shutdownGrace))
-    settings.ahead = config.effectiveLeaseAhead
-    var pacing = ProducerPacing(settings)
+    var pacing = ProducerPacing(config.pacing)
     await withDiscardingTaskGroup { group in
       var action = ProducerPacing.Action.proceed
       produce: while true {

@@ -11,8 +11,8 @@ extension WorkerOption {
       help: "PostgreSQL as a libpq URI or conninfo string",
       apply: { value, settings throws(OptionError.Problem) in
         guard !value.trimmingCharacters(in: .whitespaces).isEmpty else { throw .init("is empty") }
-        settings.worker.databaseURL = value
-      }, render: { $0.worker.databaseURL }),
+        settings.databaseURL = value
+      }, render: { $0.databaseURL }),
     WorkerOption(
       "storage", .value(placeholder: "URL"), default: "required",
       help:
@@ -21,8 +21,8 @@ extension WorkerOption {
         guard value.hasPrefix("file:///") || value.hasPrefix("s3://") else {
           throw .init("'\(value)' is not file:///absolute/dir or s3://bucket/prefix")
         }
-        settings.worker.storageURL = value
-      }, render: { $0.worker.storageURL }),
+        settings.storageURL = value
+      }, render: { $0.storageURL }),
     WorkerOption(
       "s3-endpoint", .value(placeholder: "URL"), default: "AWS's regional endpoint",
       help: "the S3 service's `http(s)://host[:port]`, for MinIO, R2, Ceph and other S3-compatible storage",
@@ -31,8 +31,8 @@ extension WorkerOption {
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
           throw .init("'\(value)' is not an http(s):// URL")
         }
-        settings.worker.s3Endpoint = value
-      }, render: { $0.worker.s3Endpoint ?? "" }),
+        settings.s3Endpoint = value
+      }, render: { $0.s3Endpoint ?? "" }),
     WorkerOption(
       "s3-region", .value(placeholder: "REGION"), default: "`AWS_REGION`, else us-east-1",
       help: "the region requests are signed for",
@@ -40,117 +40,117 @@ extension WorkerOption {
         guard !value.isEmpty, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
           throw .init("'\(value)' is not a region name such as eu-west-1")
         }
-        settings.worker.s3Region = value
-      }, render: { $0.worker.s3Region }),
+        settings.s3Region = value
+      }, render: { $0.s3Region }),
     WorkerOption(
       "s3-path-style", .flag,
       help: "address objects as `ENDPOINT/BUCKET/KEY` instead of `BUCKET.ENDPOINT/KEY` (MinIO, Ceph)",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.s3PathStyle = try Read.bool(value)
+        settings.s3PathStyle = try Read.bool(value)
       },
-      render: { "\($0.worker.s3PathStyle)" }),
+      render: { "\($0.s3PathStyle)" }),
     WorkerOption(
       "concurrency", .value(placeholder: "N"), default: "the number of cores",
       help: "jobs processed at once (1-256)",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.concurrency = try Read.int(value, 1...256)
-      }, render: { "\($0.worker.concurrency)" }),
+        settings.concurrency = try Read.int(value, 1...256)
+      }, render: { "\($0.concurrency)" }),
     WorkerOption(
       "memory-budget", .value(placeholder: "SIZE"),
       help:
         "downloads in flight, originals held, and the predicted peak bytes of the jobs decoding at once; a download pauses and a job waits until they fit",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.memoryBudget = try Read.size(value)
-      }, render: { Write.size($0.worker.memoryBudget) }),
+        settings.memoryBudget = try Read.size(value)
+      }, render: { Write.size($0.memoryBudget) }),
     WorkerOption(
       "drain", .flag,
       help: "exit 0 once no job is due now and none is running here; jobs waiting out a backoff stay queued",
-      apply: { value, settings throws(OptionError.Problem) in settings.worker.drain = try Read.bool(value) },
-      render: { "\($0.worker.drain)" }),
+      apply: { value, settings throws(OptionError.Problem) in settings.drain = try Read.bool(value) },
+      render: { "\($0.drain)" }),
     WorkerOption(
       "lease-ttl", .value(placeholder: "SECONDS"),
       help: "lease length, renewed by heartbeats every third of it",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.leaseSeconds = try Read.seconds(value, atLeast: 1)
-      }, render: { Write.number($0.worker.leaseSeconds) }),
+        settings.leaseSeconds = try Read.seconds(value, atLeast: 1)
+      }, render: { Write.number($0.leaseSeconds) }),
     WorkerOption(
       "fetch-timeout", .value(placeholder: "SECONDS"),
       help: "the whole fetch of one attempt, its retries included",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.fetch.totalTimeout = try Read.seconds(value, atLeast: 0, inclusive: false)
-      }, render: { Write.number($0.worker.fetch.totalTimeout) }),
+        settings.fetch.totalTimeout = try Read.seconds(value, atLeast: 0, inclusive: false)
+      }, render: { Write.number($0.fetch.totalTimeout) }),
     WorkerOption(
       "connect-timeout", .value(placeholder: "SECONDS"),
       help: "time to establish a connection to an origin (at most the fetch timeout)",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.fetch.connectTimeout = try Read.seconds(value, atLeast: 0, inclusive: false)
-      }, render: { Write.number($0.worker.fetch.connectTimeout) }),
+        settings.fetch.connectTimeout = try Read.seconds(value, atLeast: 0, inclusive: false)
+      }, render: { Write.number($0.fetch.connectTimeout) }),
     WorkerOption(
       "fetch-tries", .value(placeholder: "N"), help: "tries per attempt for transient download failures",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.fetch.retry.tries = try Read.int(value, 1...10)
-      }, render: { "\($0.worker.fetch.retry.tries)" }),
+        settings.fetch.retry.tries = try Read.int(value, 1...10)
+      }, render: { "\($0.fetch.retry.tries)" }),
     WorkerOption(
       "max-download-bytes", .value(placeholder: "SIZE"),
       help: "largest original in bytes (decoded bytes, for compressed bodies)",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.fetch.maxBytes = try Read.size(value)
-      }, render: { Write.size($0.worker.fetch.maxBytes) }),
+        settings.fetch.maxBytes = try Read.size(value)
+      }, render: { Write.size($0.fetch.maxBytes) }),
     WorkerOption(
       "max-pixels", .value(placeholder: "N"), help: "largest original in pixels, refused before decoding",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.maxPixels = try Read.int(value, 1...Int(Int32.max) * 4)
-      }, render: { "\($0.worker.maxPixels)" }),
+        settings.maxPixels = try Read.int(value, 1...Int(Int32.max) * 4)
+      }, render: { "\($0.maxPixels)" }),
     WorkerOption(
       "allow-hosts", .value(placeholder: "LIST"), default: "none",
       help: "hosts or CIDRs exempt from the private-network block, comma-separated",
       apply: { value, settings throws(OptionError.Problem) in
         do {
-          settings.worker.addressGuard = try AddressGuard(allowList: value)
-          settings.worker.allowHosts = value
+          settings.addressGuard = try AddressGuard(allowList: value)
+          settings.allowHosts = value
         } catch {
           throw .init("\(error)")
         }
-      }, render: { $0.worker.allowHosts }),
+      }, render: { $0.allowHosts }),
     WorkerOption(
       "original-cache", .value(placeholder: "SIZE"), default: "an eighth of the memory budget",
       help:
         "recent originals kept for other jobs of the same URL, counted in the budget and evicted when a decode needs the room; 0 = off",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.originalCacheBytes = try Read.size(value, positive: false)
-      }, render: { Write.size($0.worker.effectiveOriginalCacheBytes) }),
+        settings.originalCacheBytes = try Read.size(value, positive: false)
+      }, render: { Write.size($0.effectiveOriginalCacheBytes) }),
     WorkerOption(
       "lease-siblings", .value(placeholder: "N"),
       help: "other ready jobs naming an already leased URL taken along per lease",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.leaseSiblings = try Read.int(value, 0...1000)
-      }, render: { "\($0.worker.leaseSiblings)" }),
+        settings.leaseSiblings = try Read.int(value, 0...1000)
+      }, render: { "\($0.leaseSiblings)" }),
     WorkerOption(
       "lease-batch", .value(placeholder: "N"), default: "free slots, at most 100",
       help: "jobs claimed per lease statement",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.leaseBatch = try Read.int(value, 1...1000)
-      }, render: { "\($0.worker.effectiveLeaseBatch)" }),
+        settings.leaseBatch = try Read.int(value, 1...1000)
+      }, render: { "\($0.effectiveLeaseBatch)" }),
     WorkerOption(
       "poll-interval", .value(placeholder: "SECONDS"),
       help:
         "look for due jobs this often without a notification (lost notifications, scheduled and backed-off jobs)",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.pollInterval = try Read.seconds(value, atLeast: 0, inclusive: false)
-      }, render: { Write.number($0.worker.pollInterval) }),
+        settings.pollInterval = try Read.seconds(value, atLeast: 0, inclusive: false)
+      }, render: { Write.number($0.pollInterval) }),
     WorkerOption(
       "prepared-statements", .value(placeholder: "on|off"), default: "on",
       help:
         "prepare the hot statements once per connection; `off` behind a pooler in transaction mode that does not track them (PgBouncer before 1.21)",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.preparedStatements = try Read.bool(value)
-      }, render: { $0.worker.preparedStatements ? "on" : "off" }),
+        settings.preparedStatements = try Read.bool(value)
+      }, render: { $0.preparedStatements ? "on" : "off" }),
     WorkerOption(
       "shutdown-grace", .value(placeholder: "SECONDS"),
       help: "time running jobs get to finish after SIGTERM before they are handed back",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.worker.shutdownGrace = try Read.seconds(value, atLeast: 0)
-      }, render: { Write.number($0.worker.shutdownGrace) }),
+        settings.shutdownGrace = try Read.seconds(value, atLeast: 0)
+      }, render: { Write.number($0.shutdownGrace) }),
     WorkerOption(
       "retention", .value(placeholder: "DURATION"),
       help: "delete finished jobs (and their variant rows) older than this, e.g. 7d or 12h; 0 keeps them",
@@ -158,23 +158,23 @@ extension WorkerOption {
         guard let seconds = TimeSpan.parseSeconds(value) else {
           throw .init("'\(value)' is not a duration such as 7d, 12h, 30m or 0")
         }
-        settings.worker.retentionSeconds = seconds
-      }, render: { Write.duration($0.worker.retentionSeconds) }),
+        settings.retentionSeconds = seconds
+      }, render: { Write.duration($0.retentionSeconds) }),
     WorkerOption(
       "http-address", .value(placeholder: "HOST:PORT"),
       help: "where `/healthz`, `/readyz` and `/metrics` are served; `off` disables",
       apply: { value, settings throws(OptionError.Problem) in
         if value.lowercased() == "off" {
-          settings.worker.httpAddress = nil
+          settings.httpAddress = nil
           return
         }
         guard let address = HTTPAddress(value) else { throw .init("'\(value)' is not HOST:PORT or off") }
-        settings.worker.httpAddress = address
-      }, render: { $0.worker.httpAddress?.description ?? "off" }),
+        settings.httpAddress = address
+      }, render: { $0.httpAddress?.description ?? "off" }),
     WorkerOption(
       "log-format", .value(placeholder: "text|json"), help: "text lines, or one JSON object per line",
       apply: { value, settings throws(OptionError.Problem) in
-        guard let format = WorkerSettings.LogFormat(rawValue: value.lowercased()) else {
+        guard let format = WorkerConfig.LogFormat(rawValue: value.lowercased()) else {
           throw .init("'\(value)' is not text or json")
         }
         settings.logFormat = format

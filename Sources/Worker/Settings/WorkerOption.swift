@@ -22,15 +22,15 @@ public struct WorkerOption: Sendable {
   public let defaultNote: String?
   /// Printed masked by `config check`.
   public let secret: Bool
-  let apply: @Sendable (String, inout WorkerSettings) throws(OptionError.Problem) -> Void
-  let render: @Sendable (WorkerSettings) -> String
+  let apply: @Sendable (String, inout WorkerConfig) throws(OptionError.Problem) -> Void
+  let render: @Sendable (WorkerConfig) -> String
 
   init(
     _ key: String, _ kind: Kind, environment: String? = nil, secret: Bool = false,
     default note: String? = nil,
     help: String,
-    apply: @escaping @Sendable (String, inout WorkerSettings) throws(OptionError.Problem) -> Void,
-    render: @escaping @Sendable (WorkerSettings) -> String
+    apply: @escaping @Sendable (String, inout WorkerConfig) throws(OptionError.Problem) -> Void,
+    render: @escaping @Sendable (WorkerConfig) -> String
   ) {
     self.key = key
     self.kind = kind
@@ -45,7 +45,7 @@ public struct WorkerOption: Sendable {
   public var isFlag: Bool { kind == .flag }
 
   /// The effective value as `config check` prints it (masked when secret).
-  public func display(_ settings: WorkerSettings) -> String {
+  public func display(_ settings: WorkerConfig) -> String {
     let value = render(settings)
     return secret ? DatabaseURL.masked(value) : value
   }
@@ -168,7 +168,7 @@ extension WorkerOption {
   /// The default as documentation states it.
   public var defaultDescription: String {
     if let defaultNote { return defaultNote }
-    let value = render(WorkerSettings())
+    let value = render(WorkerConfig())
     return value.isEmpty ? "none" : value
   }
 

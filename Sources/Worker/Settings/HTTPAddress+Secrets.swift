@@ -1,35 +1,5 @@
 import Foundation
-public import Logging
 import ThumbCore
-
-/// Everything `thumbd worker` is configured with: the worker's own settings (`WorkerConfig`) and the
-/// process around it (logging, the HTTP endpoint). Built by `WorkerSettings.resolve` from flags,
-/// `THUMBD_*` variables, a YAML file and defaults; `WorkerOption.all` says how, one row per option.
-public struct WorkerSettings: Sendable {
-  public var worker: WorkerConfig
-  public var logFormat: LogFormat = .text
-  public var logLevel: Logger.Level = .info
-  /// The YAML file the settings came from, if any (`--config`, `THUMBD_CONFIG`).
-  public var configFile: String?
-
-  public enum LogFormat: String, Sendable, CaseIterable {
-    case text, json
-  }
-
-  /// The defaults, before any flag, variable or file: `databaseURL` and `storageURL` are empty (both
-  /// are required), concurrency is the number of cores.
-  public init() {
-    worker = WorkerConfig(databaseURL: "", storageURL: "")
-    worker.concurrency = ProcessInfo.processInfo.activeProcessorCount
-    worker.httpAddress = HTTPAddress(host: "0.0.0.0", port: 9464)
-  }
-
-  /// Strings that must never appear in a log line or in `config check`: the database password, the S3
-  /// secret key and session token.
-  public var secrets: [String] {
-    [DatabaseURL.password(in: worker.databaseURL)].compactMap { $0 } + (worker.s3Credentials?.secrets ?? [])
-  }
-}
 
 /// Where the HTTP endpoint listens (`--http-address HOST:PORT`; port 0 picks a free one).
 public struct HTTPAddress: Sendable, Equatable, CustomStringConvertible {

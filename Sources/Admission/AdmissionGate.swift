@@ -1,16 +1,13 @@
-import Fetch
 import Synchronization
 import ThumbCore
 
-/// Waits until a weighted share of a capacity is free, first come first served (ByteAdmission's rules).
-/// The worker has two: job slots (capacity `--concurrency`, weight 1 per job; a worker can hold more
-/// jobs than that, since a lease takes a URL's other jobs along) and memory (capacity `--memory-budget`,
-/// weight a job's predicted peak bytes).
+/// Waits until a weighted share of a capacity is free, first come first served (ByteAdmission's rules):
+/// the worker's memory (capacity `--memory-budget`, weight a decode's predicted peak bytes).
 ///
-/// The memory gate also counts originals: downloads take bytes as their bodies grow (`take`, never
+/// It also counts originals: downloads take bytes as their bodies grow (`take`, never
 /// waiting: a download that is refused pauses until `wake` is called) and the original they become
 /// keeps them until its last holder (a job, the original cache) lets it go.
-final class AdmissionGate: Sendable {
+public final class AdmissionGate: Sendable {
   private struct State {
     var admission: ByteAdmission
     var waiters: [UInt64: CheckedContinuation<Outcome, Never>] = [:]
@@ -21,7 +18,7 @@ final class AdmissionGate: Sendable {
     var relieving = false
   }
 
-  enum Outcome: Equatable {
+  public enum Outcome: Equatable, Sendable {
     case granted
     /// The task was cancelled while waiting: nothing is held.
     case cancelled
@@ -37,23 +34,23 @@ final class AdmissionGate: Sendable {
   /// Frees at least the given number of bytes if it can (the original cache drops its least recently used
   /// entries). Called without the gate's lock held.
   private let relief = Mutex<(@Sendable (Int) -> Void)?>(nil)
-  let capacity: Int
+  public let capacity: Int
 
   /// `maxOvertakes`: how many later requests that fit may start ahead of one that does not.
-  init(capacity: Int, maxOvertakes: Int = 0) {
+  public init(capacity: Int, maxOvertakes: Int = 0) {
     self.capacity = capacity
     state = Mutex(State(admission: ByteAdmission(capacity: capacity, maxOvertakes: maxOvertakes)))
   }
 
   /// What to call when the first request in line lacks memory and no granted request will give any back.
-  func onShortfall(_ relieve: @escaping @Sendable (Int) -> Void) {
+  public func onShortfall(_ relieve: @escaping @Sendable (Int) -> Void) {
     relief.withLock { $0 = relieve }
   }
 
   /// Waits until `weight` fits. `held`: bytes of original the caller already holds (counted by `take`)
   /// and keeps while its request runs. `whenQueued` is called, once and before any waiting, if the
   /// request has to wait.
-  func acquire(_ weight: Int, held: Int = 0, whenQueued: (() -> Void)? = nil) async -> Outcome {
+  public func acquire(_ weight: Int, held: Int = 0, whenQueued: (() -> Void)? = nil) async -> Outcome {
     if weight + held > capacity { return .neverFits }
     // The common case, room now and nobody waiting, takes no continuation: no suspension per job.
     let id = state.withLock { state -> UInt64? in
@@ -92,13 +89,13 @@ final class AdmissionGate: Sendable {
     }
   }
 
-  func release(_ weight: Int) {
+  public func release(_ weight: Int) {
     perform(state.withLock { state in Self.effects(of: state.admission.release(bytes: weight), &state) })
   }
 
   /// Takes `bytes` now if they fit; otherwise calls `wake` once, later, when memory may have been given
   /// back (the caller then tries again).
-  func take(_ bytes: Int, orWake wake: @escaping @Sendable () -> Void) -> Bool {
+  public func take(_ bytes: Int, orWake wake: @escaping @Sendable () -> Void) -> Bool {
     let (taken, effects) = state.withLock { state -> (Bool, Effects) in
       if state.admission.take(bytes) { return (true, Effects()) }
       state.wakes.append(wake)
@@ -115,14 +112,14 @@ final class AdmissionGate: Sendable {
     return taken
   }
 
-  func give(_ bytes: Int) {
+  public func give(_ bytes: Int) {
     perform(state.withLock { state in Self.effects(of: state.admission.give(bytes), &state) })
   }
 
   /// Bytes held now (requests and takes): for tests and logs.
-  var inUse: Int { state.withLock { $0.admission.inUse } }
+  public var inUse: Int { state.withLock { $0.admission.inUse } }
   /// Requests waiting: for tests and logs.
-  var queuedCount: Int { state.withLock { $0.admission.queuedCount } }
+  public var queuedCount: Int { state.withLock { $0.admission.queuedCount } }
 
   /// What a change of the books sets in motion, done after the lock is released: requests to resume,
   /// paused downloads to wake, and whether the shortfall needs relief.
@@ -172,5 +169,3 @@ final class AdmissionGate: Sendable {
     perform(more)
   }
 }
-
-extension AdmissionGate: DownloadMemory {}

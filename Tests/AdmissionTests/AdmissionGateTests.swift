@@ -1,7 +1,8 @@
 import Synchronization
+import TestSupport
 import Testing
 
-@testable import Worker
+@testable import Admission
 
 /// The memory gate's waiting, relief and yielding, driven directly (ByteAdmissionTests covers its
 /// bookkeeping).

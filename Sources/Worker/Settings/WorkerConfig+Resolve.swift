@@ -5,7 +5,7 @@ import Yams
 /// The outcome of reading the options: the settings, where each value came from, and every refused
 /// value (all of them, not just the first, so one `config check` shows everything to fix).
 public struct SettingsResolution: Sendable {
-  public var settings: WorkerSettings
+  public var settings: WorkerConfig
   public var sources: [String: SettingSource]
   public var errors: [OptionError]
 
@@ -20,7 +20,7 @@ public struct SettingsResolution: Sendable {
   }
 }
 
-extension WorkerSettings {
+extension WorkerConfig {
   /// Reads the options with the contract's precedence: flag > environment variable > file > default.
   /// `arguments` are the command line after the subcommand; the file is `--config` or `THUMBD_CONFIG`.
   public static func resolve(
@@ -30,7 +30,7 @@ extension WorkerSettings {
     let readFile = readFile ?? { try String(contentsOfFile: $0, encoding: .utf8) }
     var errors: [OptionError] = []
     let flags = parse(arguments: arguments, errors: &errors)
-    var settings = WorkerSettings()
+    var settings = WorkerConfig()
     settings.configFile = flags["config"] ?? environment["THUMBD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
     var fileValues: [String: String] = [:]
     if let path = settings.configFile {
@@ -62,10 +62,10 @@ extension WorkerSettings {
     }
     // The region falls back to the SDKs' variable; the credentials are only ever the SDKs' variables.
     if sources["s3-region"] == .default, let region = environment["AWS_REGION"], !region.isEmpty {
-      settings.worker.s3Region = region
+      settings.s3Region = region
       sources["s3-region"] = .environment("AWS_REGION")
     }
-    settings.worker.s3Credentials = S3Credentials.from(environment: environment)
+    settings.s3Credentials = S3Credentials.from(environment: environment)
     settings.checkTogether(sources: sources, errors: &errors)
     return SettingsResolution(settings: settings, sources: sources, errors: errors)
   }
@@ -79,18 +79,18 @@ extension WorkerSettings {
           key: key, source: .default,
           message: "required: set --\(key), \(option.environment) or `\(key):` in the configuration file"))
     }
-    if sources["storage"] != .default, let problem = StorageURL.problem(worker.storageSettings) {
+    if sources["storage"] != .default, let problem = StorageURL.problem(storageSettings) {
       errors.append(OptionError(key: "storage", source: sources["storage"]!, message: problem))
     }
-    if worker.effectiveOriginalCacheBytes >= worker.memoryBudget {
+    if effectiveOriginalCacheBytes >= memoryBudget {
       errors.append(
         OptionError(
           key: "original-cache", source: sources["original-cache"] ?? .default,
-          message: "must be smaller than memory-budget (\(Write.size(worker.memoryBudget))), which counts it")
+          message: "must be smaller than memory-budget (\(Write.size(memoryBudget))), which counts it")
       )
     }
     // A connection may not take longer than the whole download it belongs to.
-    worker.fetch.connectTimeout = min(worker.fetch.connectTimeout, worker.fetch.totalTimeout)
+    fetch.connectTimeout = min(fetch.connectTimeout, fetch.totalTimeout)
   }
 
   /// `--key VALUE`, `--key=VALUE`, and `--flag` for switches; `--config FILE` too.
