@@ -116,7 +116,13 @@ let package = Package(
       // The C libraries directly too: the tests write PNG, WebP, CMYK JPEG and ICC profiles of their own.
       dependencies: ["Imaging", "ThumbCore", "TestSupport", "CSpng", "CWebP", "CLCMS2", "CTurboJPEG"],
       swiftSettings: strict),
+    // One test target per source target, for the tests that need no server; the tests that start
+    // PostgreSQL, an origin, an S3 server, workers or a browser are in IntegrationTests.
     .testTarget(name: "AdmissionTests", dependencies: ["Admission", "TestSupport"], swiftSettings: strict),
+    .testTarget(name: "BlockingTests", dependencies: ["Blocking"], swiftSettings: strict),
+    .testTarget(name: "HashingTests", dependencies: ["Hashing"], swiftSettings: strict),
+    .testTarget(name: "QueueTests", dependencies: ["Queue"], swiftSettings: strict),
+    .testTarget(name: "StorageTests", dependencies: ["Storage"], swiftSettings: strict),
     // The worker's pieces that need no server: the options model, the log formats.
     .testTarget(name: "WorkerTests", dependencies: ["Worker", "Storage"], swiftSettings: strict),
     .testTarget(

@@ -18,12 +18,18 @@ public final class BlockingPool: Sendable {
   private let available = DispatchSemaphore(value: 0)
   public let threadCount: Int
 
+  /// `name`: the threads are called `name-0`, `name-1`, ...; Linux keeps 15 bytes of a thread's name and
+  /// refuses a longer one, so keep it short.
   public init(threads: Int, name: String) {
     precondition(threads > 0, "a pool needs at least one thread")
     threadCount = threads
     for index in 0..<threads {
-      let thread = Thread { [self] in self.serve() }
-      thread.name = "\(name)-\(index)"
+      let thread = Thread { [self] in
+        // Named from the thread itself: on Linux a name set before the start is not passed on, and the
+        // thread would keep its creator's (a dispatch worker's) in top, gdb and crash reports.
+        Thread.current.name = "\(name)-\(index)"
+        self.serve()
+      }
       thread.stackSize = 4 << 20
       thread.start()
     }

@@ -86,7 +86,7 @@ public final class Worker: Sendable {
     let activity = ServiceActivity()
     let watchdog = StopWatchdog(grace: .seconds(config.shutdownGrace), activity: activity, logger: logger)
     defer { watchdog.disarm() }
-    let pool = BlockingPool(threads: config.concurrency * 2 + 3, name: "thumbd-blocking")
+    let pool = BlockingPool(threads: config.concurrency * 2 + 3, name: "thumbd-pool")
     defer { pool.shutdown() }
     let connect = {
       JobQueue(

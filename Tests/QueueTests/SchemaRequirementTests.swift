@@ -2,7 +2,7 @@ import Queue
 import Testing
 
 /// What a worker says of a database it cannot start on (SchemaRequirement): decided from values alone.
-struct SchemaRequirementVerdictTests {
+struct SchemaRequirementTests {
   @Test func theRequiredMigrationOrANewerOneIsEnough() {
     #expect(SchemaRequirement.problem(newestApplied: SchemaRequirement.version) == nil)
     #expect(SchemaRequirement.problem(newestApplied: "9999") == nil, "migrations only add")

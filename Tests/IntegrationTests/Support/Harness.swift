@@ -13,7 +13,9 @@ enum TestDatabase {
   static let adminURL = ProcessInfo.processInfo.environment["THUMBD_TEST_DATABASE_URL"]
   static let skipReason = "THUMBD_TEST_DATABASE_URL is not set: run the suite with `make test`"
 
+  /// Tests/IntegrationTests/Support/Harness.swift → the repository.
   static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent()
     .deletingLastPathComponent()
     .deletingLastPathComponent()
 
