@@ -162,7 +162,7 @@ extension WorkerOption {
       }, render: { Write.duration($0.retentionSeconds) }),
     WorkerOption(
       "http-address", .value(placeholder: "HOST:PORT"),
-      help: "where `/healthz`, `/readyz` and `/metrics` are served; `off` disables",
+      help: "where `/healthz`, `/readyz`, `/metrics` and `/debug/jobs` are served; `off` disables",
       apply: { value, settings throws(OptionError.Problem) in
         if value.lowercased() == "off" {
           settings.httpAddress = nil
