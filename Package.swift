@@ -122,7 +122,7 @@ let package = Package(
     .testTarget(name: "BlockingTests", dependencies: ["Blocking"], swiftSettings: strict),
     .testTarget(name: "HashingTests", dependencies: ["Hashing"], swiftSettings: strict),
     .testTarget(name: "QueueTests", dependencies: ["Queue"], swiftSettings: strict),
-    .testTarget(name: "StorageTests", dependencies: ["Storage"], swiftSettings: strict),
+    .testTarget(name: "StorageTests", dependencies: ["Storage", "ThumbCore"], swiftSettings: strict),
     // The worker's pieces that need no server: the options model, the log formats.
     .testTarget(name: "WorkerTests", dependencies: ["Worker", "Storage"], swiftSettings: strict),
     .testTarget(

@@ -1,3 +1,4 @@
+import Blocking
 import CLibPQ
 import Foundation
 import Synchronization
@@ -97,8 +98,7 @@ public final class NotificationListener: Sendable {
         pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0),
         pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
       ]
-      let ready = poll(&descriptors, 2, 1000)
-      if ready < 0 && errno != EINTR { return }
+      guard case .success = SystemCall.run({ poll(&descriptors, 2, 1000) }) else { return }
       if descriptors[1].revents != 0 { return }
       if descriptors[0].revents != 0 {
         if PQconsumeInput(conn) == 0 { return }

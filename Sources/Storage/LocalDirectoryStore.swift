@@ -38,33 +38,44 @@ public struct LocalDirectoryStore: ThumbnailStore {
   static func store(_ bytes: [UInt8], at final: URL) throws(JobError) {
     let folder = final.deletingLastPathComponent()
     let temporary = folder.appendingPathComponent(".tmp-\(UUID().uuidString)")
-    var failure: Int32 = 0
-    do {
-      try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    } catch {
-      failure = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError).map { Int32($0.code) } ?? EIO
-      throw classify(failure, "creating \(folder.path)")
+    if let failure = makeFolder(folder.path) { throw classify(failure.code, "creating \(folder.path)") }
+    let fd: Int32
+    switch SystemCall.run({ open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }) {
+    case .success(let opened): fd = opened
+    case .failure(let failure): throw classify(failure.code, "writing \(final.path)")
     }
-    let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw classify(errno, "writing \(final.path)") }
-    bytes.withUnsafeBytes { raw in
+    var result = bytes.withUnsafeBytes { raw -> Result<Int, SystemCall.Failure> in
       var offset = 0
       while offset < raw.count {
-        let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-        if n < 0 {
-          if errno == EINTR { continue }
-          failure = errno
-          return
+        switch SystemCall.run({ write(fd, raw.baseAddress! + offset, raw.count - offset) }) {
+        case .success(let written): offset += written
+        case .failure(let failure): return .failure(failure)
         }
-        offset += n
       }
+      return .success(offset)
     }
-    if failure == 0, fsync(fd) != 0 { failure = errno }
+    if case .success = result { result = SystemCall.run { fsync(fd) }.map { Int($0) } }
     close(fd)
-    if failure == 0, rename(temporary.path, final.path) != 0 { failure = errno }
-    if failure != 0 {
+    if case .success = result {
+      result = SystemCall.run { rename(temporary.path, final.path) }.map { Int($0) }
+    }
+    if case .failure(let failure) = result {
       unlink(temporary.path)
-      throw classify(failure, "writing \(final.path)")
+      throw classify(failure.code, "writing \(final.path)")
+    }
+  }
+
+  /// Creates `path` and any missing parent: one call when it exists already (the usual case). A file
+  /// where a folder should be fails with ENOTDIR here or at the open that follows.
+  static func makeFolder(_ path: String) -> SystemCall.Failure? {
+    switch SystemCall.run({ mkdir(path, 0o755) }) {
+    case .success: return nil
+    case .failure(let failure) where failure.code == EEXIST: return nil
+    case .failure(let failure) where failure.code == ENOENT:
+      let parent = (path as NSString).deletingLastPathComponent
+      guard parent != path, !parent.isEmpty else { return failure }
+      return makeFolder(parent) ?? makeFolder(path)
+    case .failure(let failure): return failure
     }
   }
 

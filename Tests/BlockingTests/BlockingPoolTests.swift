@@ -11,7 +11,9 @@ import Testing
     let pool = BlockingPool(threads: 2, name: "test-pool")
     defer { pool.shutdown() }
     // The kernel's name for the thread the work runs on.
-    let name = await pool.run { (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "" }
+    let name = await pool.run {
+      (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+    }
     #expect(name.hasPrefix("test-pool-"))
     #expect(await pool.run { 6 * 7 } == 42)
   }
