@@ -4,18 +4,20 @@ import Foundation
 import Synchronization
 import ThumbCore
 
-/// LISTENs on a channel on a connection of its own and calls `onNotify` when a notification arrives.
+/// LISTENs on a channel on a connection of its own; `notifications` yields when one arrives.
 ///
 /// It runs on a thread of its own, blocked in poll(2) on the connection's socket, so a notification is
 /// seen within microseconds of its arrival and costs nothing while none come. If the connection breaks
-/// (database restart, PgBouncer in transaction mode, a network cut) it reconnects with backoff and calls
-/// `onNotify` once it is back, since notifications sent meanwhile are lost; the workers' polling covers
+/// (database restart, PgBouncer in transaction mode, a network cut) it reconnects with backoff and yields
+/// once it is back, since notifications sent meanwhile are lost; the workers' polling covers
 /// the gap.
 public final class NotificationListener: Sendable {
   private let conninfo: String
   /// `LISTEN <channel>`.
   private let listenStatement: String
-  private let onNotify: @Sendable () -> Void
+  /// Yields when a notification arrived (several since the last look are one). Ends with `stop()`.
+  public let notifications: AsyncStream<Void>
+  private let notify: AsyncStream<Void>.Continuation
   private let stopping = Atomic<Bool>(false)
   private let finished = DispatchSemaphore(value: 0)
   /// A pipe `stop()` writes to, so the poll ends at once rather than at its next timeout.
@@ -28,24 +30,21 @@ public final class NotificationListener: Sendable {
   /// The channel the queue notifies (SQL/listen_jobs.sql).
   public static let jobsChannel = "thumbs_jobs"
 
-  /// Listens on the queue's channel, `thumbs_jobs`.
-  public convenience init(conninfo: String, onNotify: @escaping @Sendable () -> Void) {
-    self.init(conninfo: conninfo, channel: Self.jobsChannel, onNotify: onNotify)
-  }
-
-  public init(conninfo: String, channel: String, onNotify: @escaping @Sendable () -> Void) {
+  /// Listens on `channel`, by default the queue's, `thumbs_jobs`.
+  public init(conninfo: String, channel: String = jobsChannel) {
     self.conninfo = conninfo
     // The channel is ours (a constant), not user input; identifiers cannot be bound as parameters.
     listenStatement = channel == Self.jobsChannel ? SQL.ListenJobs.statement.text : "LISTEN \(channel)"
-    self.onNotify = onNotify
+    (notifications, notify) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
   }
 
   public func start() {
     let thread = Thread { [self] in
+      // Named from the thread itself: on Linux a name set before the start is not passed on.
+      Thread.current.name = "thumbd-listen"
       self.serve()
       self.finished.signal()
     }
-    thread.name = "thumbd-listen"
     thread.start()
   }
 
@@ -55,6 +54,7 @@ public final class NotificationListener: Sendable {
     var byte: UInt8 = 1
     _ = write(stopPipe.write, &byte, 1)
     finished.wait()
+    notify.finish()
     close(stopPipe.read)
     close(stopPipe.write)
   }
@@ -74,7 +74,7 @@ public final class NotificationListener: Sendable {
         continue
       }
       failures = 0
-      onNotify()  // anything enqueued while we were not listening
+      notify.yield()  // anything enqueued while we were not listening
       listen(on: conn)
       PQfinish(conn)
     }
@@ -107,7 +107,7 @@ public final class NotificationListener: Sendable {
           PQfreemem(notification)
           received = true
         }
-        if received { onNotify() }
+        if received { notify.yield() }
       }
       if PQstatus(conn) != CONNECTION_OK { return }
     }

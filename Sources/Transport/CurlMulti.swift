@@ -53,8 +53,12 @@ public final class CurlMulti: Sendable {
     // Bounds open sockets across all origins; transfers beyond it wait in curl's own queue.
     _ = thumbd_curl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxConnections)
     _ = thumbd_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-    let thread = Thread { [self] in self.loop() }
-    thread.name = "thumbd-curl-multi"
+    let thread = Thread { [self] in
+      // Named from the thread itself (a name set before the start is not passed on, on Linux), in the
+      // kernel's 15 bytes.
+      Thread.current.name = "thumbd-curl"
+      self.loop()
+    }
     thread.start()
   }
 

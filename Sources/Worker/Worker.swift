@@ -118,9 +118,7 @@ public final class Worker: Sendable {
       id: config.workerID, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()),
       version: ThumbdVersion.current,
       concurrency: config.concurrency, memoryBudget: config.memoryBudget, leaseSeconds: config.leaseSeconds)
-    let listener = NotificationListener(conninfo: config.databaseURL, channel: "thumbs_jobs") { [runner] in
-      runner.wake.signal()
-    }
+    let listener = NotificationListener(conninfo: config.databaseURL)
 
     let context = ServiceContext(
       runner: runner, readiness: readiness, shutdown: shutdown, metrics: metrics, config: config,
@@ -154,7 +152,7 @@ public final class Worker: Sendable {
       readiness.expectStorageCheck()
       add("storage") { StorageCheck(store: store, readiness: readiness, logger: logger, activity: $0) }
     }
-    add("listener") { ListenerService(listener: listener, pool: pool, activity: $0) }
+    add("listener") { ListenerService(listener: listener, wake: runner.wake, pool: pool, activity: $0) }
     add("keeper") { Keeper(queue: keeperQueue, context: context, record: record, activity: $0) }
     add("completer") { _ in completer }
     add("producer") { Producer(queue: leaser, context: context, activity: $0) }

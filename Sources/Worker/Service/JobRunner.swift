@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import Queue
 import Synchronization
-public import ThumbCore
+import ThumbCore
 
 /// Runs the jobs this process holds. Every decision about them (slots, leases, outcomes, waits) is made
 /// by `HeldJobs`, kept here under one lock; this performs the actions it returns, outside the lock: it
@@ -240,30 +240,30 @@ final class JobRunner: Sendable {
     modify { $0.heartbeatAnswered(sent: sent, extended: extended, now: .now) }
   }
 
-  // MARK: - What a job's work tells the runner (through its JobLife)
+  // MARK: - What a job's work tells the runner (through its JobLife, one event each)
 
-  fileprivate func entered(_ phase: JobPhase, _ lease: JobLease) {
+  func entered(_ phase: JobPhase, _ lease: JobLease) {
     jobs.withLock { $0.entered(phase, lease, now: .now) }
   }
 
-  fileprivate func steppedAside(_ phase: JobPhase, _ lease: JobLease) {
+  func steppedAside(_ phase: JobPhase, _ lease: JobLease) {
     modify { $0.steppedAside(phase, lease, now: .now) }
   }
 
-  fileprivate func storageAnswered(refusal: JobError?) {
+  func storageAnswered(refusal: JobError?) {
     jobs.withLock { $0.storageAnswered(refusal: refusal, now: .now) }
   }
 
-  fileprivate func joinRender(_ lease: JobLease) -> Jobs.RenderRole? {
+  func joinRender(_ lease: JobLease) -> Jobs.RenderRole? {
     jobs.withLock { $0.joiningRender(lease) }
   }
 
-  fileprivate func renders(_ key: String, _ lease: JobLease) {
+  func renders(_ key: String, _ lease: JobLease) {
     jobs.withLock { $0.renders(key, lease) }
   }
 
   /// Returns once no other job here renders `key`, or after the patience. True when it waited.
-  fileprivate func awaitOthersRendering(_ key: String, _ lease: JobLease) async -> Bool {
+  func awaitOthersRendering(_ key: String, _ lease: JobLease) async -> Bool {
     // Set before the event, so that an end of the wait decided right after it finds the wait.
     let wait = OneShot<Void>()
     jobs.withLock { $0.work(of: lease) }?.reuseWait.withLock { $0 = wait }
@@ -283,51 +283,6 @@ final class JobRunner: Sendable {
     jobs.withLock { $0.reuseWaitEnded(lease) }
     return true
   }
-}
-
-/// What a job's work tells the worker about itself as it goes: the phase it is in, a wait that leaves
-/// its core to another job, the render key it renders, the storage's answer. Each call is one event on
-/// the worker's `HeldJobs`. A job processed outside a worker has a life that records nothing.
-public struct JobLife: Sendable {
-  fileprivate let runner: JobRunner?
-  fileprivate let lease: JobLease
-
-  fileprivate init(runner: JobRunner?, lease: JobLease) {
-    self.runner = runner
-    self.lease = lease
-  }
-
-  /// For a job that no worker holds.
-  public static let unheld = JobLife(runner: nil, lease: JobLease(id: 0, token: ""))
-
-  /// The work goes on to `phase`, keeping its slot.
-  public func enter(_ phase: JobPhase) { runner?.entered(phase, lease) }
-
-  /// The work waits for something other than a core: its slot goes to the next job.
-  public func stepAside(_ phase: JobPhase) { runner?.steppedAside(phase, lease) }
-
-  /// Returns once no other job here renders `key` (its outcome, once written, is what a lookup finds),
-  /// or after a short patience. True when it had to wait.
-  @discardableResult
-  public func awaitOthersRendering(_ key: String) async -> Bool {
-    await runner?.awaitOthersRendering(key, lease) ?? false
-  }
-
-  /// The job's part in the render of its group: it leads (renders for every member) or follows.
-  func joinRender(_ job: LeasedJob) -> SharedRenders.Role {
-    switch runner?.joinRender(lease) {
-    case .lead(let members)?:
-      .lead(members: members.map(\.job), share: members.first { $0.lease == lease }?.share ?? RenderShare())
-    case .follow(let leader)?: .follow(leader.share)
-    case nil: .alone(job)
-    }
-  }
-
-  /// The job renders `key` itself: a job here that finds the same key waits for this one's outcome.
-  public func renders(_ key: String) { runner?.renders(key, lease) }
-
-  /// The storage took the job's variants (`refusal` nil) or refused them.
-  public func storageAnswered(refusal: JobError?) { runner?.storageAnswered(refusal: refusal) }
 }
 
 extension Logger {

@@ -7,16 +7,24 @@ import Transport
 /// The LISTEN connection's thread, as a service: started with the group, stopped after the keeper.
 struct ListenerService: Service {
   let listener: NotificationListener
+  /// Woken for each notification: the producer's.
+  let wake: WakeSignal
   let pool: BlockingPool
   let activity: ServiceActivity.Reporter
 
   func run() async throws {
     listener.start()
-    activity.awaiting("its turn to stop (listening)")
-    try? await gracefulShutdown()
-    // stop() joins the listener's thread (at once: a pipe wakes its poll): a blocking call, on the pool.
-    activity.awaiting("the LISTEN thread to end")
-    await pool.run { listener.stop() }
+    await withDiscardingTaskGroup { group in
+      group.addTask {
+        for await _ in listener.notifications { wake.signal() }
+      }
+      activity.awaiting("its turn to stop (listening)")
+      try? await gracefulShutdown()
+      // stop() joins the listener's thread (at once: a pipe wakes its poll): a blocking call, on the
+      // pool. It ends the notifications, and with them the task above.
+      activity.awaiting("the LISTEN thread to end")
+      await pool.run { listener.stop() }
+    }
   }
 }
 
