@@ -19,7 +19,7 @@ release:
 test:
 	scripts/install-deps.sh
 	$(SWIFT) build --build-tests
-	scripts/with-postgres.sh scripts/with-s3.sh scripts/failures-last.sh $(SWIFT) test --skip-build --no-parallel $(SWIFT_TEST_FLAGS)
+	scripts/with-tmpdir.sh scripts/with-postgres.sh scripts/with-s3.sh scripts/failures-last.sh $(SWIFT) test --skip-build --no-parallel $(SWIFT_TEST_FLAGS)
 
 demo:
 	scripts/demo.sh

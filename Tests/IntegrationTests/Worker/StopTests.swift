@@ -65,9 +65,12 @@ struct StopTests {
     components.port = try proxy.announcedPort()
     let worker = try WorkerProcess(
       databaseURL: try #require(components.string), storage: fixture.storage,
-      // No polling once the job is leased: a lease statement caught by the freeze would hold the stop
-      // instead of the hand-back this test is about.
-      settings: ["THUMBD_SHUTDOWN_GRACE": "1", "THUMBD_LEASE_TTL": "2", "THUMBD_POLL_INTERVAL": "60"])
+      // No lease statement once the job is leased (one slot, none leased ahead, no polling): a lease
+      // caught by the freeze would hold the stop instead of the hand-back this test is about.
+      settings: [
+        "THUMBD_SHUTDOWN_GRACE": "1", "THUMBD_LEASE_TTL": "2", "THUMBD_POLL_INTERVAL": "60",
+        "THUMBD_CONCURRENCY": "1", "THUMBD_ORIGINAL_CACHE": "0",
+      ])
     _ = try sql(database, "SELECT thumbs.enqueue($1)", [fixture.slowURL(seconds: 30)])
     #expect(
       try await eventually(timeout: 15) {

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Runs a command with TMPDIR set to a fresh folder that is removed when the command ends, so that the
+# temporary folders of a test run (storage, photos, servers' data) do not pile up in /tmp run after run.
+set -uo pipefail
+dir=$(mktemp -d "${TMPDIR:-/tmp}/thumbd-run.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+TMPDIR="$dir" "$@"
