@@ -3,5 +3,7 @@
 # temporary folders of a test run (storage, photos, servers' data) do not pile up in /tmp run after run.
 set -uo pipefail
 dir=$(mktemp -d "${TMPDIR:-/tmp}/thumbd-run.XXXXXX")
+# Open like /tmp itself: the PostgreSQL and PgBouncer the tests start run as another user.
+chmod 1777 "$dir"
 trap 'rm -rf "$dir"' EXIT
 TMPDIR="$dir" "$@"
