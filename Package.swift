@@ -69,7 +69,7 @@ let package = Package(
       exclude: ["SQL"],
       swiftSettings: strict),
     // libcurl's multi interface on one thread: every HTTP transfer of a process, downloads and uploads.
-    .target(name: "Transport", dependencies: ["CCurlShim"], swiftSettings: strict),
+    .target(name: "Transport", dependencies: ["CCurlShim", "Blocking"], swiftSettings: strict),
     .target(
       name: "Fetch",
       dependencies: [

@@ -25,9 +25,7 @@ public final class BlockingPool: Sendable {
     threadCount = threads
     for index in 0..<threads {
       let thread = Thread { [self] in
-        // Named from the thread itself: on Linux a name set before the start is not passed on, and the
-        // thread would keep its creator's (a dispatch worker's) in top, gdb and crash reports.
-        Thread.current.name = "\(name)-\(index)"
+        nameCurrentThread("\(name)-\(index)")
         self.serve()
       }
       thread.stackSize = 4 << 20

@@ -40,8 +40,7 @@ public final class NotificationListener: Sendable {
 
   public func start() {
     let thread = Thread { [self] in
-      // Named from the thread itself: on Linux a name set before the start is not passed on.
-      Thread.current.name = "thumbd-listen"
+      nameCurrentThread("thumbd-listen")
       self.serve()
       self.finished.signal()
     }

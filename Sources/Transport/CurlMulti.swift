@@ -1,3 +1,4 @@
+import Blocking
 public import CCurlShim
 import Foundation
 import Synchronization
@@ -54,9 +55,7 @@ public final class CurlMulti: Sendable {
     _ = thumbd_curl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxConnections)
     _ = thumbd_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
     let thread = Thread { [self] in
-      // Named from the thread itself (a name set before the start is not passed on, on Linux), in the
-      // kernel's 15 bytes.
-      Thread.current.name = "thumbd-curl"
+      nameCurrentThread("thumbd-curl")
       self.loop()
     }
     thread.start()
