@@ -107,7 +107,7 @@ public struct Fetcher: Sendable {
       tryNumber += 1
       let secondsLeft = ContinuousClock.now.duration(to: deadline).inSeconds
       guard secondsLeft > 0.01 else {
-        throw JobError(.timeout, "\(url.prefix(200)): no answer within \(limits.totalTimeout) s")
+        throw JobError(.timeout, "\(SourceURL.shown(url)): no answer within \(limits.totalTimeout) s")
       }
       let transfer = try Transfer(
         url: url, validators: validators, limits: limits, addressGuard: addressGuard, timeout: secondsLeft,
@@ -143,14 +143,15 @@ public struct Fetcher: Sendable {
   public func fetch(_ url: String) async throws(JobError) -> FetchedOriginal {
     switch try await fetch(url, revalidating: nil) {
     case .downloaded(let original): return original
-    case .notModified: throw JobError(.httpError, "\(url.prefix(200)) answered 304 to an unconditional GET")
+    case .notModified:
+      throw JobError(.httpError, "\(SourceURL.shown(url)) answered 304 to an unconditional GET")
     }
   }
 
   static func checkScheme(_ url: String) throws(JobError) {
     let lower = url.lowercased()
     guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
-      throw JobError(.blockedSource, "only http and https URLs are fetched: \(url.prefix(200))")
+      throw JobError(.blockedSource, "only http and https URLs are fetched: \(SourceURL.shown(url))")
     }
   }
 }

@@ -4,7 +4,8 @@ import Hashing
 import Synchronization
 public import ThumbCore
 
-/// Where jobs get their originals: downloads each URL once however many jobs name it.
+/// Where jobs get their originals: downloads each URL once however many jobs name it. URLs are compared
+/// by their identity (`SourceURL.identity`): two presigned URLs of one object are one original.
 ///
 ///  * Jobs that want a URL already being downloaded here wait for that download (single flight).
 ///  * Recently downloaded originals are kept in a cache bounded by bytes. A copy younger than
@@ -100,26 +101,28 @@ public final class OriginalSource: Sendable {
       case hit(FetchedOriginal)
       case wait(Download, joined: Bool)
     }
+    let key = SourceURL.identity(url)
     let plan = state.withLock { state -> Plan in
       // A prefetch for this job first: it is this job's own download, whatever the cache holds now.
-      if var flight = state.flights[url], flight.unclaimed {
+      if var flight = state.flights[key], flight.unclaimed {
         flight.unclaimed = false
         flight.waiters += 1
-        state.flights[url] = flight.ended != nil ? nil : flight
+        state.flights[key] = flight.ended != nil ? nil : flight
         return .wait(flight.download, joined: false)
       }
-      let cached = state.cache.value(for: url)
+      let cached = state.cache.value(for: key)
       if let cached, isFresh(cached) {
         state.counters.cacheHits += 1
         return .hit(cached.original)
       }
-      if var flight = state.flights[url] {
+      if var flight = state.flights[key] {
         flight.waiters += 1
-        state.flights[url] = flight
+        state.flights[key] = flight
         state.counters.sharedDownloads += 1
         return .wait(flight.download, joined: true)
       }
-      return .wait(startFlight(url, stale: cached?.original, prefetch: false, in: &state), joined: false)
+      return .wait(
+        startFlight(url, key: key, stale: cached?.original, prefetch: false, in: &state), joined: false)
     }
     switch plan {
     case .hit(let original):
@@ -128,9 +131,9 @@ public final class OriginalSource: Sendable {
       let result = await withTaskCancellationHandler {
         await download.value
       } onCancel: {
-        self.leave(url, download)
+        self.leave(key, download)
       }
-      if Task.isCancelled { throw JobError(.internalError, "\(url.prefix(200)): download cancelled") }
+      if Task.isCancelled { throw JobError(.internalError, "\(SourceURL.shown(url)): download cancelled") }
       let (original, delivery) = try result.get()
       return (original, joined ? .sharedDownload : delivery)
     }
@@ -143,11 +146,12 @@ public final class OriginalSource: Sendable {
   /// cached, like any download.
   public func prefetch(_ url: String) {
     guard settings.cacheBytes > 0 else { return }
+    let key = SourceURL.identity(url)
     state.withLock { state in
-      guard state.flights[url] == nil else { return }
-      let cached = state.cache.value(for: url)
+      guard state.flights[key] == nil else { return }
+      let cached = state.cache.value(for: key)
       if let cached, isFresh(cached) { return }
-      _ = startFlight(url, stale: cached?.original, prefetch: true, in: &state)
+      _ = startFlight(url, key: key, stale: cached?.original, prefetch: true, in: &state)
     }
   }
 
@@ -155,16 +159,16 @@ public final class OriginalSource: Sendable {
     cached.storedAt.duration(to: .now) < .milliseconds(Int(settings.freshSeconds * 1000))
   }
 
-  /// Registers a new download of `url`, under the state's lock: one waiter (the caller), or none and
-  /// unclaimed for a prefetch. The task starts running only after the lock is released, so the flight
-  /// is registered before the download can finish and remove it.
+  /// Registers a new download of `url` as the flight of its identity `key`, under the state's lock: one
+  /// waiter (the caller), or none and unclaimed for a prefetch. The task starts running only after the
+  /// lock is released, so the flight is registered before the download can finish and remove it.
   private func startFlight(
-    _ url: String, stale: FetchedOriginal?, prefetch: Bool, in state: inout State
+    _ url: String, key: String, stale: FetchedOriginal?, prefetch: Bool, in state: inout State
   ) -> Download {
     state.nextFlight += 1
     let id = state.nextFlight
-    let download = Download { await self.download(url, stale: stale, flight: id) }
-    state.flights[url] = Flight(id: id, download: download, waiters: prefetch ? 0 : 1, unclaimed: prefetch)
+    let download = Download { await self.download(url, key: key, stale: stale, flight: id) }
+    state.flights[key] = Flight(id: id, download: download, waiters: prefetch ? 0 : 1, unclaimed: prefetch)
     return download
   }
 
@@ -172,9 +176,10 @@ public final class OriginalSource: Sendable {
   /// prefetch is dropped, and cancelled if it still runs. One that ended with the original is returned,
   /// for the caller to record the download nobody else will.
   public func forgetPrefetch(_ url: String) -> (FetchedOriginal, Delivery)? {
+    let key = SourceURL.identity(url)
     let dropped = state.withLock { state -> Flight? in
-      guard let flight = state.flights[url], flight.unclaimed else { return nil }
-      state.flights[url] = nil
+      guard let flight = state.flights[key], flight.unclaimed else { return nil }
+      state.flights[key] = nil
       return flight
     }
     guard let dropped else { return nil }
@@ -194,22 +199,22 @@ public final class OriginalSource: Sendable {
   }
 
   /// A waiter gave up. The last one to leave cancels the download.
-  private func leave(_ url: String, _ download: Download) {
+  private func leave(_ key: String, _ download: Download) {
     let abandon = state.withLock { state -> Bool in
-      guard var flight = state.flights[url], flight.download == download else { return false }
+      guard var flight = state.flights[key], flight.download == download else { return false }
       flight.waiters -= 1
       if flight.waiters > 0 {
-        state.flights[url] = flight
+        state.flights[key] = flight
         return false
       }
-      state.flights[url] = nil
+      state.flights[key] = nil
       return true
     }
     if abandon { download.cancel() }
   }
 
   private func download(
-    _ url: String, stale: FetchedOriginal?, flight: UInt64
+    _ url: String, key: String, stale: FetchedOriginal?, flight: UInt64
   ) async -> Result<(FetchedOriginal, Delivery), JobError> {
     let validators = stale.map(\.validators).flatMap { $0.isEmpty ? nil : $0 }
     let result: Result<(FetchedOriginal, Delivery), JobError>
@@ -224,7 +229,7 @@ public final class OriginalSource: Sendable {
         result = .success((original, .downloaded))
       case .notModified(let fresh):
         guard var original = stale else {
-          throw JobError(.httpError, "\(url.prefix(200)) answered 304 to an unconditional GET")
+          throw JobError(.httpError, "\(SourceURL.shown(url)) answered 304 to an unconditional GET")
         }
         if !fresh.isEmpty { original.validators = fresh }
         result = .success((original, .revalidated))
@@ -238,13 +243,13 @@ public final class OriginalSource: Sendable {
       var evicted: [Cached] = []
       // Only our own flight: an abandoned one may have been replaced by a newer download of the URL.
       // An unclaimed prefetch stays until its job takes it (or forgets it).
-      if var own = state.flights[url], own.id == flight {
+      if var own = state.flights[key], own.id == flight {
         own.ended = result
-        state.flights[url] = own.unclaimed ? own : nil
+        state.flights[key] = own.unclaimed ? own : nil
       }
       if case .success(let (original, delivery)) = result {
         state.cache.insert(
-          Cached(original: original, storedAt: .now), for: url, cost: original.bytes.count, evicted: &evicted)
+          Cached(original: original, storedAt: .now), for: key, cost: original.bytes.count, evicted: &evicted)
         if delivery == .revalidated {
           state.counters.revalidations += 1
         } else {

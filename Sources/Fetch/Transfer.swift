@@ -68,7 +68,7 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
   /// What the ended transfer comes to: the body, a 304, or a classified failure saying whether another
   /// try could help.
   func outcome(_ code: CURLcode, url: String, limits: FetchLimits) -> Result<FetchResult, TransferFailure> {
-    let shortURL = String(url.prefix(200))
+    let shortURL = SourceURL.shown(url)
     if state.cancellation.isCancelled {
       return .failure(TransferFailure(JobError(.internalError, "\(shortURL): download cancelled")))
     }
@@ -124,10 +124,25 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
         TransferFailure(
           JobError(.fetchFailed, "\(shortURL) answered HTTP \(status)"), retryable: true,
           retryAfterSeconds: retryAfter))
+    case 400, 403:
+      // A presigned URL refused once it expired (or within the clocks' skew of it) will never be
+      // accepted again: the backend has to enqueue a fresh one.
+      if let expiry = SourceURL.expiry(url), expiry <= Date().timeIntervalSince1970 + Self.clockSkewSeconds {
+        let expired = Date(timeIntervalSince1970: expiry).formatted(.iso8601)
+        return .failure(
+          TransferFailure(
+            JobError(
+              .sourceExpired, "\(shortURL) answered HTTP \(status): the presigned URL expired at \(expired)"))
+        )
+      }
+      return .failure(TransferFailure(JobError(.httpError, "\(shortURL) answered HTTP \(status)")))
     default:
       return .failure(TransferFailure(JobError(.httpError, "\(shortURL) answered HTTP \(status)")))
     }
   }
+
+  /// How far the origin's clock may run ahead of ours for a refusal near the expiry to count as one.
+  static let clockSkewSeconds: Double = 300
 }
 
 /// Why one try failed, and whether another could succeed.

@@ -112,7 +112,8 @@ extension JobQueue {
       SQL.FailJobs.self,
       .init(
         ids: batch.map(\.0.id), tokens: batch.map(\.0.leaseToken), retryAfter: batch.map(\.2),
-        codes: batch.map(\.1.code.rawValue), messages: batch.map { String($0.1.message.prefix(2000)) },
+        codes: batch.map(\.1.code.rawValue),
+        messages: batch.map { String(SourceURL.redactingSecrets(in: $0.1.message).prefix(2000)) },
         refunds: batch.map(\.3)),
       prepared: true)
     return Set(written.map(\.id))

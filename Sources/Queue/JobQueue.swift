@@ -68,11 +68,15 @@ public struct JobQueue: Sendable {
     try await client.run(SQL.RescueExpiredJobs.self, prepared: true).map(\.id)
   }
 
-  /// `thumbs.enqueue`: the job's id (an existing live job's id for the same source and profile).
-  public func enqueue(sourceURL: String, profile: String, priority: Int) async throws(PostgresError) -> Int64
-  {
+  /// `thumbs.enqueue`: the job's id (the id of the job that already stands for the same photo, by its
+  /// external id or else its source, and profile).
+  public func enqueue(
+    sourceURL: String, profile: String, priority: Int, externalID: String? = nil
+  ) async throws(PostgresError) -> Int64 {
     let rows = try await client.run(
-      SQL.EnqueueJob.self, .init(sourceURL: sourceURL, profile: profile, priority: priority), prepared: true)
+      SQL.EnqueueJob.self,
+      .init(sourceURL: sourceURL, profile: profile, priority: priority, externalID: externalID),
+      prepared: true)
     guard let id = rows.first?.id else {
       throw PostgresError(kind: .query, message: "thumbs.enqueue returned no row")
     }

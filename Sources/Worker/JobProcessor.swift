@@ -243,11 +243,13 @@ public struct JobProcessor: Sendable {
 
 extension OriginalRecord {
   /// The row for `original`, downloaded from `url`: hashes the bytes and reads the header. Blocks for a
-  /// few milliseconds per megabyte: call it on the pool.
+  /// few milliseconds per megabyte: call it on the pool. The row names the URL's identity, with its
+  /// secrets masked: a presigned URL's signature never reaches the table.
   init(url: String, _ original: FetchedOriginal) {
     let format = ImageFormat.sniff(original.bytes)
     self.init(
-      url: url, bytes: original.bytes.count, sha256: original.sha256 ?? Digest.sha256Hex(original.bytes),
+      url: SourceURL.redacted(SourceURL.identity(url)), bytes: original.bytes.count,
+      sha256: original.sha256 ?? Digest.sha256Hex(original.bytes),
       contentType: original.contentType, etag: original.validators.etag,
       lastModified: original.validators.lastModified, format: format?.rawValue,
       size: format.flatMap { ImageProbe.pixelSize(original.bytes, format: $0) })

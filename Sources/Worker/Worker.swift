@@ -226,7 +226,7 @@ public final class Worker: Sendable {
         try await writer.recordOriginal(record, revalidated: delivery == .revalidated, workerID: workerID)
       } catch {
         logger.warning(
-          "could not record the original", metadata: ["url": "\(url.prefix(200))", "error": "\(error)"])
+          "could not record the original", metadata: ["url": "\(SourceURL.shown(url))", "error": "\(error)"])
       }
     }
   }

@@ -21,6 +21,10 @@ Routes (all GET unless noted):
   /redirect-loop/<n>                302 to /redirect-loop/<n+1>, forever
   /reset/<name>                     headers and half the body, then a TCP reset
   /gzip-bomb                        Content-Encoding: gzip, ~1 MB that inflates to 1 GiB of zeros
+  /presigned/<name>?X-Amz-Date=D&X-Amz-Expires=S&X-Amz-Signature=...
+                                    the file while D + S seconds (SigV4's yyyymmddThhmmssZ) have not
+                                    passed, then 403 with S3's "Request has expired" error; 403 too
+                                    without a signature. The signature itself is not checked
   /_count/<path...>                 {"count": n}: how many GETs <path> got (query ignored)
   /_counts                          every counter, as JSON
   /_connections                     {"count": n}: TCP connections accepted so far (keep-alive checks)
@@ -28,6 +32,7 @@ Routes (all GET unless noted):
 """
 
 import argparse
+import calendar
 import email.utils
 import hashlib
 import io
@@ -263,8 +268,30 @@ class Handler(BaseHTTPRequestHandler):
             self.route_reset(rest)
         elif route == "gzip-bomb" and not rest:
             self.route_gzip_bomb()
+        elif route == "presigned":
+            self.route_presigned(rest, query)
         else:
             self.send_text(404, "not found")
+
+    def route_presigned(self, rest, query):
+        def s3_error(code, message):
+            body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+                    f'<Message>{message}</Message></Error>').encode()
+            self.send_body(403, body, content_type="application/xml")
+
+        date, expires = query.get("X-Amz-Date", [""])[0], query.get("X-Amz-Expires", [""])[0]
+        if not query.get("X-Amz-Signature") or not expires.isdigit():
+            s3_error("AccessDenied", "Query-string authentication requires the Signature parameter")
+            return
+        try:
+            signed = calendar.timegm(time.strptime(date, "%Y%m%dT%H%M%SZ"))
+        except ValueError:
+            s3_error("AuthorizationQueryParametersError", "X-Amz-Date must be in the ISO8601 Long Format")
+            return
+        if time.time() > signed + int(expires):
+            s3_error("AccessDenied", "Request has expired")
+            return
+        self.send_file(rest)
 
     def route_status(self, rest):
         try:

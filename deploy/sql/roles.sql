@@ -45,11 +45,13 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.originals TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.workers TO thumbd_worker;
 GRANT SELECT ON thumbs.profiles, thumbs.schema_migrations TO thumbd_worker;
 GRANT SELECT ON thumbs.queue_overview, thumbs.worker_overview, thumbs.stuck_jobs TO thumbd_worker;
+-- thumbs.source_identity computes thumbs.jobs.source_key, which every update of a job row recomputes.
 GRANT EXECUTE ON FUNCTION thumbs.append_attempt(jsonb, jsonb), thumbs.expire_workers(),
-  thumbs.prune(interval, integer), thumbs.prune_originals(interval, integer) TO thumbd_worker;
+  thumbs.prune(interval, integer), thumbs.prune_originals(interval, integer), thumbs.source_identity(text)
+  TO thumbd_worker;
 
 -- The backend.
-GRANT EXECUTE ON FUNCTION thumbs.enqueue(text, text, integer, timestamptz, jsonb), thumbs.retry(bigint),
+GRANT EXECUTE ON FUNCTION thumbs.enqueue(text, text, integer, timestamptz, jsonb, text), thumbs.retry(bigint),
   thumbs.cancel(bigint) TO thumbd_enqueuer;
 GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview TO thumbd_enqueuer;
 

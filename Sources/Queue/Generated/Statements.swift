@@ -242,16 +242,16 @@ public enum SQL {
     public typealias Row = NoRow
   }
 
-  /// thumbs.enqueue: the new job's id, or the id of the live job that already exists for the same
-  /// source and profile.
+  /// thumbs.enqueue: the new job's id, or the id of the job that already stands for the same photo (its
+  /// external id, else its source) and profile.
   public enum EnqueueJob: TypedStatement {
     public static let statement = SQLStatement(
       name: "enqueue_job",
       text: #"""
-        SELECT thumbs.enqueue($1, $2, $3::int) AS id
+        SELECT thumbs.enqueue($1, $2, $3::int, external_id => $4) AS id
         """#,
-      parameters: ["source_url", "profile", "priority"],
-      parameterTypes: ["text", "text", "int"],
+      parameters: ["source_url", "profile", "priority", "external_id"],
+      parameterTypes: ["text", "text", "int", "text"],
       columns: ["id"],
       columnTypes: ["bigint"])
 
@@ -259,15 +259,17 @@ public enum SQL {
       public var sourceURL: String
       public var profile: String
       public var priority: Int
+      public var externalID: String?
 
-      public init(sourceURL: String, profile: String, priority: Int) {
+      public init(sourceURL: String, profile: String, priority: Int, externalID: String?) {
         self.sourceURL = sourceURL
         self.profile = profile
         self.priority = priority
+        self.externalID = externalID
       }
 
       public var values: [String?] {
-        [sourceURL.postgresText, profile.postgresText, priority.postgresText]
+        [sourceURL.postgresText, profile.postgresText, priority.postgresText, externalID?.postgresText]
       }
     }
 
@@ -546,8 +548,8 @@ public enum SQL {
   /// Claims up to $2 ready jobs: highest priority first, then oldest run_at. SKIP LOCKED lets many
   /// workers lease at once without waiting on each other's rows; attempts is counted here, at lease.
   ///
-  /// Siblings: with each batch come up to $4 more ready jobs naming a URL the batch already names (the
-  /// same photo under other profiles), so one worker downloads a popular original once for all of them
+  /// Siblings: with each batch come up to $4 more ready jobs naming a source the batch already names (the
+  /// same photo under other profiles; sources are compared by identity, thumbs.source_identity), so one worker downloads a popular original once for all of them
   /// instead of several workers each downloading it. Only jobs that thumbs.enqueue marked shares_source
   /// (their URL has other live jobs) are looked up. They are locked with SKIP LOCKED; the worker may hold
   /// more jobs than its concurrency this way, and runs the extra ones as slots free.
@@ -560,14 +562,14 @@ public enum SQL {
       name: "lease_jobs",
       text: #"""
         WITH picked AS MATERIALIZED (
-          SELECT id, source_url, shares_source FROM thumbs.jobs
+          SELECT id, source_key, shares_source FROM thumbs.jobs
            WHERE state = 'queued' AND run_at <= now()
            ORDER BY priority DESC, run_at, id
            LIMIT $2
            FOR UPDATE SKIP LOCKED),
         siblings AS MATERIALIZED (
           SELECT s.id FROM thumbs.jobs s
-           WHERE s.source_url IN (SELECT source_url FROM picked WHERE shares_source)
+           WHERE s.source_key IN (SELECT source_key FROM picked WHERE shares_source)
              AND s.state = 'queued' AND s.run_at <= now()
              AND s.id NOT IN (SELECT id FROM picked)
            ORDER BY s.id

@@ -1,6 +1,6 @@
 -- name: enqueue_job
--- thumbs.enqueue: the new job's id, or the id of the live job that already exists for the same
--- source and profile.
--- params: source_url text, profile text, priority int
+-- thumbs.enqueue: the new job's id, or the id of the job that already stands for the same photo (its
+-- external id, else its source) and profile.
+-- params: source_url text, profile text, priority int, external_id text?
 -- returns: id bigint
-SELECT thumbs.enqueue($1, $2, $3::int) AS id
+SELECT thumbs.enqueue($1, $2, $3::int, external_id => $4) AS id

@@ -2,8 +2,8 @@
 -- Claims up to $2 ready jobs: highest priority first, then oldest run_at. SKIP LOCKED lets many
 -- workers lease at once without waiting on each other's rows; attempts is counted here, at lease.
 --
--- Siblings: with each batch come up to $4 more ready jobs naming a URL the batch already names (the
--- same photo under other profiles), so one worker downloads a popular original once for all of them
+-- Siblings: with each batch come up to $4 more ready jobs naming a source the batch already names (the
+-- same photo under other profiles; sources are compared by identity, thumbs.source_identity), so one worker downloads a popular original once for all of them
 -- instead of several workers each downloading it. Only jobs that thumbs.enqueue marked shares_source
 -- (their URL has other live jobs) are looked up. They are locked with SKIP LOCKED; the worker may hold
 -- more jobs than its concurrency this way, and runs the extra ones as slots free.
@@ -15,14 +15,14 @@
 -- returns: id bigint, source_url text, profile text, attempts int, max_attempts int, lease_token uuid,
 -- returns: spec text?
 WITH picked AS MATERIALIZED (
-  SELECT id, source_url, shares_source FROM thumbs.jobs
+  SELECT id, source_key, shares_source FROM thumbs.jobs
    WHERE state = 'queued' AND run_at <= now()
    ORDER BY priority DESC, run_at, id
    LIMIT $2
    FOR UPDATE SKIP LOCKED),
 siblings AS MATERIALIZED (
   SELECT s.id FROM thumbs.jobs s
-   WHERE s.source_url IN (SELECT source_url FROM picked WHERE shares_source)
+   WHERE s.source_key IN (SELECT source_key FROM picked WHERE shares_source)
      AND s.state = 'queued' AND s.run_at <= now()
      AND s.id NOT IN (SELECT id FROM picked)
    ORDER BY s.id

@@ -22,49 +22,69 @@ CREATE FUNCTION thumbs.cancel(job_id bigint) RETURNS boolean
   SELECT count(*) > 0 FROM cancelled;
 $$;
 
-CREATE FUNCTION thumbs.enqueue(source_url text, profile text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), metadata jsonb DEFAULT '{}'::jsonb) RETURNS bigint
+CREATE FUNCTION thumbs.enqueue(source_url text, profile text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), metadata jsonb DEFAULT '{}'::jsonb, external_id text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 DECLARE
   job_id bigint;
+  key text := thumbs.source_identity(enqueue.source_url);
+  queued_url text;
 BEGIN
   IF source_url IS NULL OR source_url = '' THEN
     RAISE EXCEPTION 'thumbs.enqueue: source_url must not be empty' USING ERRCODE = '22023';
+  END IF;
+  IF external_id = '' THEN
+    RAISE EXCEPTION 'thumbs.enqueue: external_id must not be empty (NULL for none)' USING ERRCODE = '22023';
   END IF;
   IF NOT EXISTS (SELECT 1 FROM thumbs.profiles p WHERE p.name = enqueue.profile) THEN
     RAISE EXCEPTION 'thumbs.enqueue: no profile named %', enqueue.profile USING ERRCODE = '22023';
   END IF;
   LOOP
-    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, run_at, metadata)
+    -- A queued job of the same photo (or, without an external id, of the same source) is the answer,
+    -- and takes the newer URL: an edited photo's new original, or a fresh presigned URL.
+    -- The photo's queued job is locked first: a lease skips it meanwhile (SKIP LOCKED), or, when a lease
+    -- took it first, this finds it running and queues a new job, so that a new original is never lost.
+    -- A source's running job is the answer too, and keeps the URL it is fetching.
+    IF enqueue.external_id IS NOT NULL THEN
+      SELECT j.id, j.source_url INTO job_id, queued_url FROM thumbs.jobs j
+       WHERE j.external_id = enqueue.external_id AND j.profile = enqueue.profile AND j.state = 'queued'
+       FOR UPDATE;
+    ELSE
+      SELECT j.id, j.source_url INTO job_id, queued_url FROM thumbs.jobs j
+       WHERE j.source_key = key AND j.profile = enqueue.profile AND j.state IN ('queued', 'running')
+         AND j.external_id IS NULL;
+    END IF;
+    IF job_id IS NOT NULL THEN
+      IF queued_url <> enqueue.source_url THEN
+        UPDATE thumbs.jobs j SET source_url = enqueue.source_url WHERE j.id = job_id AND j.state = 'queued';
+      END IF;
+      RETURN job_id;
+    END IF;
+
+    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, run_at, metadata, external_id)
     VALUES (enqueue.source_url, enqueue.profile, coalesce(enqueue.priority, 0),
-            coalesce(enqueue.run_at, now()), coalesce(enqueue.metadata, '{}'))
-    ON CONFLICT (source_url, profile) WHERE state IN ('queued', 'running') DO NOTHING
+            coalesce(enqueue.run_at, now()), coalesce(enqueue.metadata, '{}'), enqueue.external_id)
+    ON CONFLICT DO NOTHING
     RETURNING j.id INTO job_id;
     IF job_id IS NOT NULL THEN
+      -- Other live jobs of the source (other profiles): the lease takes them together, for one download.
       PERFORM 1 FROM thumbs.jobs o
-       WHERE o.source_url = enqueue.source_url AND o.state IN ('queued', 'running') AND o.id <> job_id
+       WHERE o.source_key = key AND o.state IN ('queued', 'running') AND o.id <> job_id
        LIMIT 1;
       IF FOUND THEN
         UPDATE thumbs.jobs m SET shares_source = true
          WHERE m.id IN (SELECT o.id FROM thumbs.jobs o
-                         WHERE o.source_url = enqueue.source_url AND o.state = 'queued'
-                           AND NOT o.shares_source
-                           FOR UPDATE SKIP LOCKED);
+                         WHERE o.source_key = key AND o.state = 'queued' AND NOT o.shares_source
+                         FOR UPDATE SKIP LOCKED);
       END IF;
       IF coalesce(enqueue.run_at, now()) <= now() THEN
         PERFORM pg_notify('thumbs_jobs', '');
       END IF;
       RETURN job_id;
     END IF;
-    SELECT j.id INTO job_id FROM thumbs.jobs j
-     WHERE j.source_url = enqueue.source_url AND j.profile = enqueue.profile
-       AND j.state IN ('queued', 'running');
-    IF job_id IS NOT NULL THEN
-      RETURN job_id;
-    END IF;
-    -- The live job finished between our insert and our read: try again.
+    -- Another enqueue of the same photo or source committed first: take its job on the next turn.
   END LOOP;
 END;
 $$;
@@ -126,6 +146,33 @@ EXCEPTION WHEN unique_violation THEN
 END;
 $$;
 
+CREATE FUNCTION thumbs.source_identity(url text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+  SELECT CASE
+    WHEN strpos(split_part(url, '#', 1), '?') = 0 THEN url
+    ELSE (
+      WITH cut AS (
+        SELECT split_part(url, '#', 1) AS before_fragment,
+               CASE WHEN strpos(url, '#') > 0 THEN substr(url, strpos(url, '#')) ELSE '' END AS fragment),
+      parts AS (
+        SELECT left(before_fragment, strpos(before_fragment, '?') - 1) AS base,
+               substr(before_fragment, strpos(before_fragment, '?') + 1) AS query,
+               fragment
+          FROM cut),
+      kept AS (
+        SELECT base, fragment,
+               (SELECT string_agg(p, '&' ORDER BY n)
+                  FROM unnest(string_to_array(query, '&')) WITH ORDINALITY AS t(p, n)
+                 WHERE split_part(p, '=', 1) NOT IN (
+                   'X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires',
+                   'X-Amz-SignedHeaders', 'X-Amz-Signature', 'X-Amz-Security-Token',
+                   'AWSAccessKeyId', 'Signature', 'Expires')) AS query
+          FROM parts)
+      SELECT base || CASE WHEN coalesce(query, '') = '' THEN '' ELSE '?' || query END || fragment FROM kept)
+  END;
+$$;
+
 CREATE TABLE thumbs.jobs (
     id bigint NOT NULL,
     source_url text NOT NULL,
@@ -150,6 +197,8 @@ CREATE TABLE thumbs.jobs (
     render_key text,
     reused_from bigint,
     stage_ms jsonb,
+    source_key text GENERATED ALWAYS AS (thumbs.source_identity(source_url)) STORED,
+    external_id text,
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts > 0)),
     CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 )
@@ -343,9 +392,15 @@ ALTER TABLE ONLY thumbs.variants
 ALTER TABLE ONLY thumbs.workers
     ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
 
+CREATE INDEX jobs_external_idx ON thumbs.jobs USING btree (external_id, profile, id) WHERE (external_id IS NOT NULL);
+
 CREATE INDEX jobs_finished_idx ON thumbs.jobs USING btree (finished_at, id) WHERE (state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text]));
 
-CREATE UNIQUE INDEX jobs_live_unique_idx ON thumbs.jobs USING btree (source_url, profile) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
+CREATE UNIQUE INDEX jobs_live_source_anonymous_idx ON thumbs.jobs USING btree (source_key, profile) WHERE ((state = ANY (ARRAY['queued'::text, 'running'::text])) AND (external_id IS NULL));
+
+CREATE INDEX jobs_live_source_key_idx ON thumbs.jobs USING btree (source_key) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
+
+CREATE UNIQUE INDEX jobs_queued_external_idx ON thumbs.jobs USING btree (external_id, profile) WHERE ((state = 'queued'::text) AND (external_id IS NOT NULL));
 
 CREATE INDEX jobs_ready_idx ON thumbs.jobs USING btree (priority DESC, run_at, id) WHERE (state = 'queued'::text);
 

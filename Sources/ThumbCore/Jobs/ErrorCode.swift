@@ -21,12 +21,14 @@ public enum ErrorCode: String, Sendable, CaseIterable, Codable {
   case internalError = "internal_error"
   /// The job names a profile whose spec is invalid (fix the profile, then thumbs.retry).
   case invalidProfile = "invalid_profile"
+  /// A presigned source URL that the origin refused after it expired: enqueue a fresh URL of the object.
+  case sourceExpired = "source_expired"
 
   /// Permanent errors fail the job at once: trying again would give the same answer.
   public var isPermanent: Bool {
     switch self {
     case .notFound, .httpError, .tooLarge, .blockedSource, .unsupportedFormat, .corruptImage,
-      .overMemoryBudget, .invalidProfile:
+      .overMemoryBudget, .invalidProfile, .sourceExpired:
       return true
     case .fetchFailed, .timeout, .storageFailed, .storageRefused, .leaseExpired, .internalError:
       return false

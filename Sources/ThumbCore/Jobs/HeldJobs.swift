@@ -108,7 +108,8 @@ public struct HeldJobs<Work> {
   }
 
   fileprivate struct RenderGroup {
-    var url: String
+    /// The identity of the members' source URL (`SourceURL.identity`).
+    var source: String
     /// The members still held, in lease order.
     var members: [JobLease]
     /// Set when the group closes: the member that renders for all.
@@ -186,7 +187,8 @@ public struct HeldJobs<Work> {
     var actions: [Action] = []
     for job in jobs {
       if let old = entries[job.lease.id] { actions += remove(old, abandoning: .superseded) }
-      let group = openGroups[job.url] ?? openGroup(url: job.url)
+      let source = SourceURL.identity(job.url)
+      let group = openGroups[source] ?? openGroup(source: source)
       groups[group]?.members.append(job.lease)
       entries[job.lease.id] = Entry(
         lease: job.lease, url: job.url, attempt: job.attempt, maxAttempts: job.maxAttempts, work: job.work,
@@ -322,7 +324,7 @@ public struct HeldJobs<Work> {
     if let leader = group.leader { return .follow(leader: leader) }
     group.leader = entry.work
     groups[id] = group
-    if openGroups[group.url] == id { openGroups[group.url] = nil }
+    if openGroups[group.source] == id { openGroups[group.source] = nil }
     return .lead(members: group.members.compactMap { self.entry($0)?.work })
   }
 
@@ -347,10 +349,10 @@ public struct HeldJobs<Work> {
     entries[lease.id] = entry
   }
 
-  private mutating func openGroup(url: String) -> UInt64 {
+  private mutating func openGroup(source: String) -> UInt64 {
     nextGroup += 1
-    groups[nextGroup] = RenderGroup(url: url, members: [])
-    openGroups[url] = nextGroup
+    groups[nextGroup] = RenderGroup(source: source, members: [])
+    openGroups[source] = nextGroup
     return nextGroup
   }
 
@@ -364,7 +366,7 @@ public struct HeldJobs<Work> {
       return
     }
     groups[id] = nil
-    if openGroups[group.url] == id { openGroups[group.url] = nil }
+    if openGroups[group.source] == id { openGroups[group.source] = nil }
   }
 
   /// Render groups open or being rendered, for tests.

@@ -85,8 +85,9 @@ public struct JSONLogHandler: LogHandler {
   }
 }
 
-/// Masks secrets (the database password) in every message and metadata value before the wrapped
-/// handler sees them: a driver's error text or a URL in metadata cannot leak one into the log.
+/// Masks secrets (the database password, and those of any URL: a source URL's password or presigned
+/// signature) in every message and metadata value before the wrapped handler sees them: a driver's
+/// error text or a URL in metadata cannot leak one into the log.
 public struct RedactingLogHandler<Wrapped: LogHandler>: LogHandler {
   public var wrapped: Wrapped
   public let secrets: [String]
@@ -117,7 +118,6 @@ public struct RedactingLogHandler<Wrapped: LogHandler>: LogHandler {
   }
 
   public func log(event: LogEvent) {
-    guard !secrets.isEmpty else { return wrapped.log(event: event) }
     var event = event
     event.message = Logger.Message(stringLiteral: redacting(event.message.description, secrets: secrets))
     event.metadata = event.metadata.map { $0.mapValues(redact) }

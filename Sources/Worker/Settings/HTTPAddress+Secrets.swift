@@ -50,9 +50,10 @@ public enum DatabaseURL {
   }
 }
 
-/// Replaces each secret in `text` by `****`.
+/// Replaces each secret in `text` by `****`, and masks the secrets of any URL in it (a source URL's
+/// password or presigned signature, `SourceURL.redactingSecrets`).
 public func redacting(_ text: String, secrets: [String]) -> String {
-  var text = text
+  var text = SourceURL.redactingSecrets(in: text)
   // Very short secrets would mask ordinary letters everywhere and hide nothing worth hiding.
   for secret in secrets where secret.count >= 3 && text.contains(secret) {
     text = text.replacingOccurrences(of: secret, with: "****")

@@ -1,0 +1,106 @@
+import Foundation
+
+/// What a source URL names, and what in it is secret.
+///
+/// A presigned URL carries its authentication in query parameters that change on every signing, so two
+/// URLs of one object differ only there: `identity` drops them, and unique enqueue (the database's
+/// `thumbs.source_identity`, which must agree with it) and shared downloads compare identities. Every
+/// other part of the URL still counts. The signature, the credential, the session token and a userinfo
+/// password are secrets: `redacted` masks them wherever a URL is shown (log lines, `last_error`, the
+/// originals row).
+public enum SourceURL {
+  /// The query parameters of a presigned URL (SigV4, and the older SigV2 scheme) that authenticate the
+  /// request instead of naming the object.
+  public static let signatureParameters: Set<Substring> = [
+    "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders",
+    "X-Amz-Signature", "X-Amz-Security-Token", "AWSAccessKeyId", "Signature", "Expires",
+  ]
+
+  /// Of those, the ones that are secret: shown as `****`.
+  public static let secretParameters: Set<Substring> = [
+    "X-Amz-Credential", "X-Amz-Signature", "X-Amz-Security-Token", "AWSAccessKeyId", "Signature",
+  ]
+
+  public static let mask = "****"
+
+  /// The URL without its signature parameters; the URL itself when it has none.
+  public static func identity(_ url: String) -> String {
+    let parts = Parts(url)
+    guard let query = parts.query else { return url }
+    let kept = query.split(separator: "&", omittingEmptySubsequences: false).filter {
+      !signatureParameters.contains(name(of: $0))
+    }
+    let joined = kept.joined(separator: "&")
+    return String(parts.base) + (joined.isEmpty ? "" : "?" + joined) + String(parts.fragment)
+  }
+
+  /// The URL with its secrets masked: a userinfo password and the secret query parameters' values.
+  public static func redacted(_ url: String) -> String { redactingSecrets(in: url) }
+
+  /// The URL as error messages show it: redacted and at most 200 characters.
+  public static func shown(_ url: String) -> String { String(redacted(url).prefix(200)) }
+
+  /// `text` with every URL secret in it masked: the password of any `scheme://user:password@` and the
+  /// value of any secret parameter after a `?` or `&`. For free text (a library's error message, a log
+  /// line) as well as for one URL.
+  public static func redactingSecrets(in text: String) -> String {
+    guard text.contains("@") || text.contains("=") else { return text }
+    var result = text.replacing(
+      #/(?<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/?#@\s:"']*):[^/?#@\s"']*@/#
+    ) { match in "\(match.output.head):\(mask)@" }
+    result = result.replacing(
+      #/(?<head>[?&](?:X-Amz-Credential|X-Amz-Signature|X-Amz-Security-Token|AWSAccessKeyId|Signature)=)[^&#\s"']*/#
+    ) { match in "\(match.output.head)\(mask)" }
+    return result
+  }
+
+  /// When a presigned URL stops being accepted, as seconds since 1970: `X-Amz-Date` plus
+  /// `X-Amz-Expires` (SigV4), or `Expires` (SigV2). nil for a URL that is not presigned.
+  public static func expiry(_ url: String) -> Double? {
+    guard let query = Parts(url).query else { return nil }
+    var values: [Substring: Substring] = [:]
+    for parameter in query.split(separator: "&") {
+      let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+      if pair.count == 2 { values[pair[0]] = pair[1] }
+    }
+    if let date = values["X-Amz-Date"].flatMap(amzDate),
+      let expires = values["X-Amz-Expires"].flatMap({ Double($0) })
+    {
+      return date + expires
+    }
+    return values["Expires"].flatMap { Double($0) }
+  }
+
+  private static func name(of parameter: Substring) -> Substring {
+    parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first ?? parameter
+  }
+
+  /// `20261124T120000Z` as seconds since 1970 (UTC).
+  private static func amzDate(_ text: Substring) -> Double? {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+    return formatter.date(from: String(text))?.timeIntervalSince1970
+  }
+
+  /// A URL cut at its first `#` (the fragment) and, before that, its first `?` (the query).
+  private struct Parts {
+    var base: Substring
+    var query: Substring?
+    var fragment: Substring
+
+    init(_ url: String) {
+      let hash = url.firstIndex(of: "#") ?? url.endIndex
+      fragment = url[hash...]
+      let beforeFragment = url[..<hash]
+      if let question = beforeFragment.firstIndex(of: "?") {
+        base = beforeFragment[..<question]
+        query = beforeFragment[beforeFragment.index(after: question)...]
+      } else {
+        base = beforeFragment
+        query = nil
+      }
+    }
+  }
+}
