@@ -13,7 +13,8 @@
 --   thumbd_worker    what a worker does: lease, heartbeat, complete, fail and hand back jobs, record
 --                    originals, keep its registry row, rescue, prune (retention), LISTEN/NOTIFY.
 --   thumbd_enqueuer  the photo backend: thumbs.enqueue, thumbs.retry, thumbs.cancel (SECURITY DEFINER,
---                    migrations/0006), and reading thumbs.jobs, thumbs.variants, thumbs.queue_overview.
+--                    migrations/0006), and reading thumbs.jobs, thumbs.variants, thumbs.queue_overview,
+--                    thumbs.current_variants.
 --                    Nothing else: it cannot update or delete jobs itself.
 --   thumbd_admin     operators: every admin view and function (docs/admin-sql.md), and the data of
 --                    every table (fixing a job by hand), but no DDL: `thumbd migrate` runs as the owner.
@@ -41,19 +42,20 @@ GRANT USAGE ON SCHEMA thumbs TO thumbd_worker, thumbd_enqueuer, thumbd_admin;
 -- The worker.
 GRANT SELECT, UPDATE, DELETE ON thumbs.jobs TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.variants TO thumbd_worker;
+-- A photo's current thumbnails, written with a job's success (migrations/0010).
+GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.photos, thumbs.photo_variants TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.originals TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.workers TO thumbd_worker;
 GRANT SELECT ON thumbs.profiles, thumbs.schema_migrations TO thumbd_worker;
 GRANT SELECT ON thumbs.queue_overview, thumbs.worker_overview, thumbs.stuck_jobs TO thumbd_worker;
--- thumbs.source_identity computes thumbs.jobs.source_key, which every update of a job row recomputes.
 GRANT EXECUTE ON FUNCTION thumbs.append_attempt(jsonb, jsonb), thumbs.expire_workers(),
-  thumbs.prune(interval, integer), thumbs.prune_originals(interval, integer), thumbs.source_identity(text)
-  TO thumbd_worker;
+  thumbs.prune(interval, integer), thumbs.prune_originals(interval, integer) TO thumbd_worker;
 
 -- The backend.
 GRANT EXECUTE ON FUNCTION thumbs.enqueue(text, text, integer, timestamptz, jsonb, text), thumbs.retry(bigint),
   thumbs.cancel(bigint) TO thumbd_enqueuer;
-GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview TO thumbd_enqueuer;
+GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview, thumbs.current_variants
+  TO thumbd_enqueuer;
 
 -- Operators.
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA thumbs TO thumbd_admin;

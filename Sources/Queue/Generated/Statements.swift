@@ -110,6 +110,10 @@ public enum SQL {
   ///
   /// Fencing and lock order as in heartbeat_jobs: only rows still running under the caller's
   /// lease_token, locked in id order.
+  ///
+  /// Each job's photo (its external id, else its source's identity) gets the job's variants as its current
+  /// thumbnails (migrations/0010), unless a newer job of the photo already gave it its own: the photo's row
+  /// is updated only for a higher job id, and the photo's variant rows follow it.
   public enum CompleteJobs: TypedStatement {
     public static let statement = SQLStatement(
       name: "complete_jobs",
@@ -127,17 +131,54 @@ public enum SQL {
                  lease_token = NULL, lease_expires_at = NULL, thumbhash = i.thumbhash,
                  render_key = i.render_key, reused_from = i.reused_from, stage_ms = i.stage_ms
             FROM locked, input i WHERE j.id = locked.id AND i.id = j.id
-          RETURNING j.id),
-        stored AS (
-          INSERT INTO thumbs.variants AS v (job_id, name, width, height, format, bytes, storage_key)
+          RETURNING j.id, j.external_id, j.source_key, j.profile, j.render_key, j.thumbhash),
+        variant_rows AS (
           SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
             FROM unnest($3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[], $8::bigint[], $9::text[])
                  AS r(job_id, name, width, height, format, bytes, storage_key)
-            JOIN done ON done.id = r.job_id
+            JOIN done ON done.id = r.job_id),
+        stored AS (
+          INSERT INTO thumbs.variants AS v (job_id, name, width, height, format, bytes, storage_key)
+          SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key FROM variant_rows r
           ON CONFLICT (job_id, name) DO UPDATE
              SET width = excluded.width, height = excluded.height, format = excluded.format,
                  bytes = excluded.bytes, storage_key = excluded.storage_key, created_at = now()
-          RETURNING v.job_id)
+          RETURNING v.job_id),
+        by_external AS (
+          INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash)
+          SELECT DISTINCT ON (d.external_id, d.profile)
+                 d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash
+            FROM done d WHERE d.external_id IS NOT NULL
+           ORDER BY d.external_id, d.profile, d.id DESC
+          ON CONFLICT (external_id, profile) WHERE external_id IS NOT NULL DO UPDATE
+             SET source_url = excluded.source_url, job_id = excluded.job_id, render_key = excluded.render_key,
+                 thumbhash = excluded.thumbhash, updated_at = now()
+           WHERE p.job_id < excluded.job_id
+          RETURNING p.id, p.job_id),
+        by_source AS (
+          INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash)
+          SELECT DISTINCT ON (d.source_key, d.profile)
+                 NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash
+            FROM done d WHERE d.external_id IS NULL
+           ORDER BY d.source_key, d.profile, d.id DESC
+          ON CONFLICT (source_url, profile) WHERE external_id IS NULL DO UPDATE
+             SET job_id = excluded.job_id, render_key = excluded.render_key, thumbhash = excluded.thumbhash,
+                 updated_at = now()
+           WHERE p.job_id < excluded.job_id
+          RETURNING p.id, p.job_id),
+        current AS (SELECT id, job_id FROM by_external UNION ALL SELECT id, job_id FROM by_source),
+        -- Variants the new job does not have (its profile lost one) go; the others are replaced.
+        dropped AS (
+          DELETE FROM thumbs.photo_variants pv USING current c
+           WHERE pv.photo_id = c.id
+             AND NOT EXISTS (SELECT 1 FROM variant_rows r WHERE r.job_id = c.job_id AND r.name = pv.name)),
+        current_stored AS (
+          INSERT INTO thumbs.photo_variants AS pv (photo_id, name, width, height, format, bytes, storage_key)
+          SELECT c.id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
+            FROM current c JOIN variant_rows r ON r.job_id = c.job_id
+          ON CONFLICT (photo_id, name) DO UPDATE
+             SET width = excluded.width, height = excluded.height, format = excluded.format,
+                 bytes = excluded.bytes, storage_key = excluded.storage_key)
         SELECT id FROM done
         """#,
       parameters: [
@@ -382,19 +423,21 @@ public enum SQL {
     }
   }
 
-  /// The variants of the newest succeeded job with this render key (migrations/0005), with its ThumbHash:
-  /// what a job with the same original bytes and profile can take instead of rendering. No rows: none.
+  /// The current thumbnails (migrations/0010) rendered with this render key, with their ThumbHash and the
+  /// job that made them: what a job with the same original bytes and profile can take instead of
+  /// rendering. Only current thumbnails are offered, so every object a job takes is one a photo names.
+  /// No rows: none.
   public enum FindRendered: TypedStatement {
     public static let statement = SQLStatement(
       name: "find_rendered",
       text: #"""
         WITH source AS (
-          SELECT j.id, j.thumbhash FROM thumbs.jobs j
-           WHERE j.render_key = $1 AND j.state = 'succeeded'
-           ORDER BY j.id DESC
+          SELECT p.id, p.job_id, p.thumbhash FROM thumbs.photos p
+           WHERE p.render_key = $1
+           ORDER BY p.job_id DESC
            LIMIT 1)
-        SELECT s.id AS job_id, s.thumbhash, v.name, v.width, v.height, v.format, v.bytes, v.storage_key
-          FROM source s JOIN thumbs.variants v ON v.job_id = s.id
+        SELECT s.job_id, s.thumbhash, v.name, v.width, v.height, v.format, v.bytes, v.storage_key
+          FROM source s JOIN thumbs.photo_variants v ON v.photo_id = s.id
          ORDER BY v.name
         """#,
       parameters: ["render_key"],

@@ -146,32 +146,74 @@ EXCEPTION WHEN unique_violation THEN
 END;
 $$;
 
-CREATE FUNCTION thumbs.source_identity(url text) RETURNS text
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+CREATE FUNCTION thumbs.set_source_key() RETURNS trigger
+    LANGUAGE plpgsql
     AS $$
-  SELECT CASE
-    WHEN strpos(split_part(url, '#', 1), '?') = 0 THEN url
-    ELSE (
-      WITH cut AS (
-        SELECT split_part(url, '#', 1) AS before_fragment,
-               CASE WHEN strpos(url, '#') > 0 THEN substr(url, strpos(url, '#')) ELSE '' END AS fragment),
-      parts AS (
-        SELECT left(before_fragment, strpos(before_fragment, '?') - 1) AS base,
-               substr(before_fragment, strpos(before_fragment, '?') + 1) AS query,
-               fragment
-          FROM cut),
-      kept AS (
-        SELECT base, fragment,
-               (SELECT string_agg(p, '&' ORDER BY n)
-                  FROM unnest(string_to_array(query, '&')) WITH ORDINALITY AS t(p, n)
-                 WHERE split_part(p, '=', 1) NOT IN (
-                   'X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires',
-                   'X-Amz-SignedHeaders', 'X-Amz-Signature', 'X-Amz-Security-Token',
-                   'AWSAccessKeyId', 'Signature', 'Expires')) AS query
-          FROM parts)
-      SELECT base || CASE WHEN coalesce(query, '') = '' THEN '' ELSE '?' || query END || fragment FROM kept)
-  END;
+BEGIN
+  NEW.source_key := thumbs.source_identity(NEW.source_url);
+  RETURN NEW;
+END;
 $$;
+
+CREATE FUNCTION thumbs.source_identity(url text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+DECLARE
+  hash int := strpos(url, '#');
+  before_fragment text := CASE WHEN hash > 0 THEN left(url, hash - 1) ELSE url END;
+  question int := strpos(before_fragment, '?');
+  kept text;
+BEGIN
+  IF question = 0 THEN
+    RETURN url;
+  END IF;
+  SELECT string_agg(p, '&' ORDER BY n) INTO kept
+    FROM unnest(string_to_array(substr(before_fragment, question + 1), '&')) WITH ORDINALITY AS t(p, n)
+   WHERE split_part(p, '=', 1) NOT IN (
+     'X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires', 'X-Amz-SignedHeaders',
+     'X-Amz-Signature', 'X-Amz-Security-Token', 'AWSAccessKeyId', 'Signature', 'Expires');
+  RETURN left(before_fragment, question - 1)
+    || CASE WHEN coalesce(kept, '') = '' THEN '' ELSE '?' || kept END
+    || CASE WHEN hash > 0 THEN substr(url, hash) ELSE '' END;
+END;
+$$;
+
+CREATE TABLE thumbs.photo_variants (
+    photo_id bigint NOT NULL,
+    name text NOT NULL,
+    width integer NOT NULL,
+    height integer NOT NULL,
+    format text NOT NULL,
+    bytes bigint NOT NULL,
+    storage_key text NOT NULL
+);
+
+CREATE TABLE thumbs.photos (
+    id bigint NOT NULL,
+    external_id text,
+    source_url text NOT NULL,
+    profile text NOT NULL,
+    job_id bigint NOT NULL,
+    render_key text,
+    thumbhash text,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE VIEW thumbs.current_variants AS
+ SELECT p.external_id,
+    p.source_url,
+    p.profile,
+    p.job_id,
+    v.name,
+    v.width,
+    v.height,
+    v.format,
+    v.bytes,
+    v.storage_key,
+    p.thumbhash,
+    p.updated_at
+   FROM (thumbs.photos p
+     JOIN thumbs.photo_variants v ON ((v.photo_id = p.id)));
 
 CREATE TABLE thumbs.jobs (
     id bigint NOT NULL,
@@ -197,7 +239,7 @@ CREATE TABLE thumbs.jobs (
     render_key text,
     reused_from bigint,
     stage_ms jsonb,
-    source_key text GENERATED ALWAYS AS (thumbs.source_identity(source_url)) STORED,
+    source_key text,
     external_id text,
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts > 0)),
     CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
@@ -265,6 +307,15 @@ CREATE TABLE thumbs.originals (
     downloads bigint DEFAULT 1 NOT NULL,
     revalidations bigint DEFAULT 0 NOT NULL,
     fetched_by text
+);
+
+ALTER TABLE thumbs.photos ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME thumbs.photos_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 CREATE TABLE thumbs.profiles (
@@ -380,6 +431,12 @@ ALTER TABLE ONLY thumbs.jobs
 ALTER TABLE ONLY thumbs.originals
     ADD CONSTRAINT originals_pkey PRIMARY KEY (url);
 
+ALTER TABLE ONLY thumbs.photo_variants
+    ADD CONSTRAINT photo_variants_pkey PRIMARY KEY (photo_id, name);
+
+ALTER TABLE ONLY thumbs.photos
+    ADD CONSTRAINT photos_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY thumbs.profiles
     ADD CONSTRAINT profiles_pkey PRIMARY KEY (name);
 
@@ -410,8 +467,19 @@ CREATE INDEX jobs_running_idx ON thumbs.jobs USING btree (id) WHERE (state = 'ru
 
 CREATE INDEX originals_checked_idx ON thumbs.originals USING btree (checked_at);
 
+CREATE UNIQUE INDEX photos_external_idx ON thumbs.photos USING btree (external_id, profile) WHERE (external_id IS NOT NULL);
+
+CREATE INDEX photos_render_key_idx ON thumbs.photos USING btree (render_key, job_id DESC) WHERE (render_key IS NOT NULL);
+
+CREATE UNIQUE INDEX photos_source_idx ON thumbs.photos USING btree (source_url, profile) WHERE (external_id IS NULL);
+
+CREATE TRIGGER jobs_source_key BEFORE INSERT OR UPDATE OF source_url ON thumbs.jobs FOR EACH ROW EXECUTE FUNCTION thumbs.set_source_key();
+
 ALTER TABLE ONLY thumbs.jobs
     ADD CONSTRAINT jobs_profile_fkey FOREIGN KEY (profile) REFERENCES thumbs.profiles(name);
+
+ALTER TABLE ONLY thumbs.photo_variants
+    ADD CONSTRAINT photo_variants_photo_id_fkey FOREIGN KEY (photo_id) REFERENCES thumbs.photos(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY thumbs.variants
     ADD CONSTRAINT variants_job_id_fkey FOREIGN KEY (job_id) REFERENCES thumbs.jobs(id) ON DELETE CASCADE;

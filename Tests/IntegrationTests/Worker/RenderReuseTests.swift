@@ -80,6 +80,24 @@ struct RenderReuseTests {
     #expect(try await fixture.origin.requestCount("/files/shared-copy.jpg") == 1)
   }
 
+  /// Reuse reads the photos' current thumbnails, which retention keeps: a copy still finds them after
+  /// the job that rendered them was pruned.
+  @Test func aCopyFindsThePhotosThumbnailsAfterTheirJobWasPruned() async throws {
+    let fixture = try fixture()
+    let first = try enqueue(fixture, "upload.jpg")
+    _ = try await drainQueue(databaseURL: fixture.database, storage: fixture.storage)
+    let rendered = try variants(fixture, job: first)
+    #expect(try sql(fixture.database, "SELECT thumbs.prune('0 seconds', 1000)").rows == [["1"]])
+
+    let copy = try enqueue(fixture, "shared-copy.jpg")
+    let reused = try await drainQueue(databaseURL: fixture.database, storage: fixture.storage)
+    #expect(reused.succeeded == 1 && reused.decodes == 0 && reused.reusedRenders == 1, "\(reused)")
+    #expect(try variants(fixture, job: copy) == rendered)
+    #expect(
+      try sql(fixture.database, "SELECT reused_from FROM thumbs.jobs WHERE id = $1::bigint", [copy]).rows
+        == [[first]])
+  }
+
   @Test func otherBytesOrAnotherProfileStillRender() async throws {
     let fixture = try fixture()
     let first = try enqueue(fixture, "upload.jpg")
