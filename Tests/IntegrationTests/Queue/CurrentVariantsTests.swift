@@ -129,13 +129,7 @@ struct CurrentVariantsTests {
     // As before this version: no current thumbnails recorded, and the migration not applied.
     try sql(database, "DELETE FROM thumbs.photos")
     try sql(database, "DELETE FROM thumbs.schema_migrations WHERE version = '0010'")
-    let binary = try #require(WorkerProcess.binary)
-    let migrate = try runProgram(
-      binary.path, ["migrate"],
-      environment: [
-        "DATABASE_URL": database, "PATH": "/usr/bin:/bin",
-        "THUMBD_MIGRATIONS": TestDatabase.repoRoot.appendingPathComponent("migrations").path,
-      ], withStandardError: true)
+    let migrate = try runMigrate(database)
     #expect(migrate.code == 0, "\(migrate.output)")
     let migrated = try sql(database, "SELECT * FROM thumbs.current_variants ORDER BY source_url, name").rows
     #expect(migrated.map { Array($0.prefix(10)) } == expected.map { Array($0.prefix(10)) })

@@ -33,13 +33,7 @@ struct SchemaRequirementTests {
     #expect(try await fixture.origin.requestCount("/files/photo.jpg") == 0)
 
     // The operator runs this release's migrate: the worker notices and starts, no restart needed.
-    let binary = try #require(WorkerProcess.binary)
-    let migrate = try runProgram(
-      binary.path, ["migrate"],
-      environment: [
-        "DATABASE_URL": database, "PATH": "/usr/bin:/bin",
-        "THUMBD_MIGRATIONS": TestDatabase.repoRoot.appendingPathComponent("migrations").path,
-      ], withStandardError: true)
+    let migrate = try runMigrate(database)
     #expect(migrate.code == 0, "\(migrate.output)")
     #expect(
       await eventually(timeout: 30) { HTTPProbe.get(port, "/readyz").status == 200 }, "log:\n\(worker.log)")

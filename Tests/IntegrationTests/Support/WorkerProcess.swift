@@ -129,6 +129,17 @@ struct QueueFixture {
   }
 }
 
+/// `thumbd migrate` on `database` with this checkout's migrations, as an operator runs it.
+func runMigrate(_ database: String) throws -> (code: Int32, output: String) {
+  let binary = try #require(WorkerProcess.binary)
+  return try runProgram(
+    binary.path, ["migrate"],
+    environment: [
+      "DATABASE_URL": database, "PATH": "/usr/bin:/bin",
+      "THUMBD_MIGRATIONS": TestDatabase.repoRoot.appendingPathComponent("migrations").path,
+    ], withStandardError: true)
+}
+
 /// Runs a program to its end with posix_spawn and waitpid (not Foundation's Process, whose
 /// waitUntilExit was seen to miss a child's exit here): its exit code and standard output.
 /// `environment` nil: this process's own. `withStandardError`: standard error joins the output.
