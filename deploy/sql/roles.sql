@@ -42,7 +42,7 @@ GRANT USAGE ON SCHEMA thumbs TO thumbd_worker, thumbd_enqueuer, thumbd_admin;
 -- The worker.
 GRANT SELECT, UPDATE, DELETE ON thumbs.jobs TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.variants TO thumbd_worker;
--- A photo's current thumbnails, written with a job's success (migrations/0010).
+-- A photo's current thumbnails, written with a job's success (migrations/0009).
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.photos, thumbs.photo_variants TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.originals TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.workers TO thumbd_worker;

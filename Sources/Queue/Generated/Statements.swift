@@ -112,7 +112,7 @@ public enum SQL {
   /// lease_token, locked in id order.
   ///
   /// Each job's photo (its external id, else its source's identity) gets the job's variants as its current
-  /// thumbnails (migrations/0010), unless a newer job of the photo already gave it its own: the photo's row
+  /// thumbnails (migrations/0009), unless a newer job of the photo already gave it its own: the photo's row
   /// is updated only for a higher job id, and the photo's variant rows follow it.
   public enum CompleteJobs: TypedStatement {
     public static let statement = SQLStatement(
@@ -423,7 +423,7 @@ public enum SQL {
     }
   }
 
-  /// The current thumbnails (migrations/0010) rendered with this render key, with their ThumbHash and the
+  /// The current thumbnails (migrations/0009) rendered with this render key, with their ThumbHash and the
   /// job that made them: what a job with the same original bytes and profile can take instead of
   /// rendering. Only current thumbnails are offered, so every object a job takes is one a photo names.
   /// No rows: none.

@@ -9,7 +9,7 @@
 -- lease_token, locked in id order.
 --
 -- Each job's photo (its external id, else its source's identity) gets the job's variants as its current
--- thumbnails (migrations/0010), unless a newer job of the photo already gave it its own: the photo's row
+-- thumbnails (migrations/0009), unless a newer job of the photo already gave it its own: the photo's row
 -- is updated only for a higher job id, and the photo's variant rows follow it.
 -- params: ids bigint[], tokens uuid[], variant_job_ids bigint[], names text[], widths int[],
 -- params: heights int[], formats text[], bytes bigint[], storage_keys text[], thumbhashes text?[],

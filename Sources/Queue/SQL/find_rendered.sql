@@ -1,5 +1,5 @@
 -- name: find_rendered
--- The current thumbnails (migrations/0010) rendered with this render key, with their ThumbHash and the
+-- The current thumbnails (migrations/0009) rendered with this render key, with their ThumbHash and the
 -- job that made them: what a job with the same original bytes and profile can take instead of
 -- rendering. Only current thumbnails are offered, so every object a job takes is one a photo names.
 -- No rows: none.

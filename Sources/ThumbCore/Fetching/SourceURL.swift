@@ -16,11 +16,6 @@ public enum SourceURL {
     "X-Amz-Signature", "X-Amz-Security-Token", "AWSAccessKeyId", "Signature", "Expires",
   ]
 
-  /// Of those, the ones that are secret: shown as `****`.
-  public static let secretParameters: Set<Substring> = [
-    "X-Amz-Credential", "X-Amz-Signature", "X-Amz-Security-Token", "AWSAccessKeyId", "Signature",
-  ]
-
   public static let mask = "****"
 
   /// The URL without its signature parameters; the URL itself when it has none.
@@ -41,7 +36,8 @@ public enum SourceURL {
   public static func shown(_ url: String) -> String { String(redacted(url).prefix(200)) }
 
   /// `text` with every URL secret in it masked: the password of any `scheme://user:password@` and the
-  /// value of any secret parameter after a `?` or `&`. For free text (a library's error message, a log
+  /// value of any secret parameter after a `?` or `&` (the credential, signature and session token of
+  /// the signature parameters above). For free text (a library's error message, a log
   /// line) as well as for one URL.
   public static func redactingSecrets(in text: String) -> String {
     guard text.contains("@") || text.contains("=") else { return text }

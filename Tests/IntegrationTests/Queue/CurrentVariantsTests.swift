@@ -128,7 +128,7 @@ struct CurrentVariantsTests {
 
     // As before this version: no current thumbnails recorded, and the migration not applied.
     try sql(database, "DELETE FROM thumbs.photos")
-    try sql(database, "DELETE FROM thumbs.schema_migrations WHERE version = '0010'")
+    try sql(database, "DELETE FROM thumbs.schema_migrations WHERE version = '0009'")
     let migrate = try runMigrate(database)
     #expect(migrate.code == 0, "\(migrate.output)")
     let migrated = try sql(database, "SELECT * FROM thumbs.current_variants ORDER BY source_url, name").rows

@@ -1,11 +1,62 @@
--- 0009: the backend's own id for a photo.
+-- 0008: what a job stands for: its source's identity, or the backend's own id for the photo.
 --
--- thumbs.enqueue(..., external_id => 'photo-42') stores it on the job. With an external id, the pair
--- (external_id, profile) alone decides uniqueness: while such a job is queued, enqueue returns it and the
--- job takes the newer source URL (an edited photo's new original wins); while one is running, a new job
--- is queued behind it. Without one, the source decides, as before.
+-- A presigned URL carries its authentication in query parameters that change on every signing (the
+-- signature, the date, the credential, ...): two presigned URLs of one object differ only there. Unique
+-- enqueue and shared downloads compare the URL without them (thumbs.source_identity); every other part
+-- of the URL still counts. The worker's SourceURL.identity does the same (PresignedSourceTests holds the
+-- two to the same answers). thumbs.jobs.source_key keeps it, set when a job is inserted or its
+-- source_url changes (enqueue, or an operator by hand) and never otherwise: the lease, heartbeat and
+-- completion statements update every job several times, and PostgreSQL would recompute a stored
+-- generated column on each of them.
 --
--- Runs again unchanged on a schema that already has it.
+-- thumbs.enqueue(..., external_id => 'photo-42') stores the backend's id on the job. With an external
+-- id, the pair (external_id, profile) alone decides uniqueness: while such a job is queued, enqueue
+-- returns it and the job takes the newer source URL (an edited photo's new original wins); while one is
+-- running, a new job is queued behind it. Without one, the source decides, and a queued job takes a
+-- fresher URL of its source (a new presigned URL replaces one that may expire while the job waits).
+--
+-- Filling source_key rewrites every row of thumbs.jobs: on a very large table, run this migration at a
+-- quiet time. Runs again unchanged on a schema that already has it.
+
+-- PL/pgSQL rather than SQL: a SQL function that cannot be inlined is planned again on every call (it
+-- took 0.26 ms, twice per enqueue), where PL/pgSQL keeps its plans for the session.
+CREATE OR REPLACE FUNCTION thumbs.source_identity(url text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+  hash int := strpos(url, '#');
+  before_fragment text := CASE WHEN hash > 0 THEN left(url, hash - 1) ELSE url END;
+  question int := strpos(before_fragment, '?');
+  kept text;
+BEGIN
+  IF question = 0 THEN
+    RETURN url;
+  END IF;
+  SELECT string_agg(p, '&' ORDER BY n) INTO kept
+    FROM unnest(string_to_array(substr(before_fragment, question + 1), '&')) WITH ORDINALITY AS t(p, n)
+   WHERE split_part(p, '=', 1) NOT IN (
+     'X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires', 'X-Amz-SignedHeaders',
+     'X-Amz-Signature', 'X-Amz-Security-Token', 'AWSAccessKeyId', 'Signature', 'Expires');
+  RETURN left(before_fragment, question - 1)
+    || CASE WHEN coalesce(kept, '') = '' THEN '' ELSE '?' || kept END
+    || CASE WHEN hash > 0 THEN substr(url, hash) ELSE '' END;
+END;
+$$;
+
+ALTER TABLE thumbs.jobs ADD COLUMN IF NOT EXISTS source_key text;
+UPDATE thumbs.jobs SET source_key = thumbs.source_identity(source_url) WHERE source_key IS NULL;
+
+CREATE OR REPLACE FUNCTION thumbs.set_source_key() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.source_key := thumbs.source_identity(NEW.source_url);
+  RETURN NEW;
+END;
+$$;
+
+DROP TRIGGER IF EXISTS jobs_source_key ON thumbs.jobs;
+CREATE TRIGGER jobs_source_key BEFORE INSERT OR UPDATE OF source_url ON thumbs.jobs
+  FOR EACH ROW EXECUTE FUNCTION thumbs.set_source_key();
+
 ALTER TABLE thumbs.jobs ADD COLUMN IF NOT EXISTS external_id text;
 
 CREATE INDEX IF NOT EXISTS jobs_external_idx ON thumbs.jobs (external_id, profile, id)
@@ -13,10 +64,11 @@ CREATE INDEX IF NOT EXISTS jobs_external_idx ON thumbs.jobs (external_id, profil
 -- At most one queued job per photo and profile.
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_queued_external_idx ON thumbs.jobs (external_id, profile)
   WHERE state = 'queued' AND external_id IS NOT NULL;
--- The source's uniqueness holds for jobs without an external id only.
+-- At most one live job per source and profile among the jobs without an external id: what makes
+-- thumbs.enqueue race-free for them. It replaces 0001's index on the exact URL.
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_live_source_anonymous_idx ON thumbs.jobs (source_key, profile)
   WHERE state IN ('queued', 'running') AND external_id IS NULL;
-DROP INDEX IF EXISTS thumbs.jobs_live_source_idx;
+DROP INDEX IF EXISTS thumbs.jobs_live_unique_idx;
 -- The lease's and enqueue's lookups of a source's other live jobs, with an external id or not.
 CREATE INDEX IF NOT EXISTS jobs_live_source_key_idx ON thumbs.jobs (source_key)
   WHERE state IN ('queued', 'running');

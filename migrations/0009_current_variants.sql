@@ -1,4 +1,4 @@
--- 0010: a photo's current thumbnails, kept apart from the job history.
+-- 0009: a photo's current thumbnails, kept apart from the job history.
 --
 -- Retention deletes finished jobs (thumbs.prune) and with them their thumbs.variants rows; a backend
 -- needs a photo's thumbnails for as long as the photo lives. thumbs.photos holds, per photo (its
@@ -9,47 +9,6 @@
 --
 -- The worker's completion statement (complete_jobs.sql) writes them in the same statement as the job's
 -- success. Runs again unchanged on a schema that already has it.
--- thumbs.jobs.source_key stops being a generated column: PostgreSQL recomputes a stored generated
--- column on every update of the row, and the lease, heartbeat and completion statements update every job
--- several times. It is set from source_url when a job is inserted or its source_url changes (enqueue,
--- or an operator by hand), and never otherwise.
-ALTER TABLE thumbs.jobs ALTER COLUMN source_key DROP EXPRESSION IF EXISTS;
-
--- The same answers as 0008's, in PL/pgSQL: a SQL function that cannot be inlined is planned again on
--- every call (0.26 ms, twice per enqueue), where PL/pgSQL keeps its plans for the session.
-CREATE OR REPLACE FUNCTION thumbs.source_identity(url text) RETURNS text
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
-DECLARE
-  hash int := strpos(url, '#');
-  before_fragment text := CASE WHEN hash > 0 THEN left(url, hash - 1) ELSE url END;
-  question int := strpos(before_fragment, '?');
-  kept text;
-BEGIN
-  IF question = 0 THEN
-    RETURN url;
-  END IF;
-  SELECT string_agg(p, '&' ORDER BY n) INTO kept
-    FROM unnest(string_to_array(substr(before_fragment, question + 1), '&')) WITH ORDINALITY AS t(p, n)
-   WHERE split_part(p, '=', 1) NOT IN (
-     'X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires', 'X-Amz-SignedHeaders',
-     'X-Amz-Signature', 'X-Amz-Security-Token', 'AWSAccessKeyId', 'Signature', 'Expires');
-  RETURN left(before_fragment, question - 1)
-    || CASE WHEN coalesce(kept, '') = '' THEN '' ELSE '?' || kept END
-    || CASE WHEN hash > 0 THEN substr(url, hash) ELSE '' END;
-END;
-$$;
-
-CREATE OR REPLACE FUNCTION thumbs.set_source_key() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-  NEW.source_key := thumbs.source_identity(NEW.source_url);
-  RETURN NEW;
-END;
-$$;
-
-DROP TRIGGER IF EXISTS jobs_source_key ON thumbs.jobs;
-CREATE TRIGGER jobs_source_key BEFORE INSERT OR UPDATE OF source_url ON thumbs.jobs
-  FOR EACH ROW EXECUTE FUNCTION thumbs.set_source_key();
 
 CREATE TABLE IF NOT EXISTS thumbs.photos (
   id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
