@@ -130,6 +130,8 @@ let package = Package(
       dependencies: [
         "Worker", "Queue", "Fetch", "Storage", "Transport", "Imaging", "ThumbCore", "Blocking", "Admission",
         "Hashing", "TestSupport",
+        // A LISTEN client of the tests' own, that keeps each notification's payload.
+        "CLibPQ",
         // `thumbd bench`'s own statements (BenchSQL) are checked against the schema with the others.
         "thumbd",
         // Reads the deploy/ manifests.

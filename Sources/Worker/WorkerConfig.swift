@@ -59,6 +59,9 @@ public struct WorkerConfig: Sendable {
   public var shutdownGrace: Double = 25
   /// Finished jobs older than this are deleted (with their variant rows); 0 keeps them forever.
   public var retentionSeconds: Double = 7 * 24 * 3600
+  /// Completion events older than this are deleted; 0 keeps them forever. Longer than the jobs' by
+  /// default: a consumer that was down for days still finds what happened.
+  public var eventRetentionSeconds: Double = 30 * 24 * 3600
   /// How often the keeper expires stale worker rows and prunes finished jobs.
   public var housekeepingInterval: Double = 60
   public var workerID: String

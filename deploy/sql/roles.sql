@@ -14,7 +14,7 @@
 --                    originals, keep its registry row, rescue, prune (retention), LISTEN/NOTIFY.
 --   thumbd_enqueuer  the photo backend: thumbs.enqueue, thumbs.retry, thumbs.cancel (SECURITY DEFINER,
 --                    migrations/0006), and reading thumbs.jobs, thumbs.variants, thumbs.queue_overview,
---                    thumbs.current_variants.
+--                    thumbs.current_variants, thumbs.events (and thumbs.events_after).
 --                    Nothing else: it cannot update or delete jobs itself.
 --   thumbd_admin     operators: every admin view and function (docs/admin-sql.md), and the data of
 --                    every table (fixing a job by hand), but no DDL: `thumbd migrate` runs as the owner.
@@ -48,14 +48,19 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.originals TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.workers TO thumbd_worker;
 GRANT SELECT ON thumbs.profiles, thumbs.schema_migrations TO thumbd_worker;
 GRANT SELECT ON thumbs.queue_overview, thumbs.worker_overview, thumbs.stuck_jobs TO thumbd_worker;
+-- Completion events (migrations/0010) are written by the worker's outcome statements.
+GRANT SELECT, INSERT, DELETE ON thumbs.event_log TO thumbd_worker;
+GRANT SELECT ON thumbs.events TO thumbd_worker;
 GRANT EXECUTE ON FUNCTION thumbs.append_attempt(jsonb, jsonb), thumbs.expire_workers(),
-  thumbs.prune(interval, integer), thumbs.prune_originals(interval, integer) TO thumbd_worker;
+  thumbs.prune(interval, integer), thumbs.prune_originals(interval, integer),
+  thumbs.prune_events(interval, integer), thumbs.redact_url(text) TO thumbd_worker;
 
 -- The backend.
 GRANT EXECUTE ON FUNCTION thumbs.enqueue(text, text, integer, timestamptz, jsonb, text), thumbs.retry(bigint),
   thumbs.cancel(bigint) TO thumbd_enqueuer;
-GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview, thumbs.current_variants
-  TO thumbd_enqueuer;
+GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview, thumbs.current_variants,
+  thumbs.events TO thumbd_enqueuer;
+GRANT EXECUTE ON FUNCTION thumbs.events_after(text, integer) TO thumbd_enqueuer;
 
 -- Operators.
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA thumbs TO thumbd_admin;

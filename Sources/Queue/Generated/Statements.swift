@@ -114,6 +114,9 @@ public enum SQL {
   /// Each job's photo (its external id, else its source's identity) gets the job's variants as its current
   /// thumbnails (migrations/0009), unless a newer job of the photo already gave it its own: the photo's row
   /// is updated only for a higher job id, and the photo's variant rows follow it.
+  ///
+  /// Each job's `succeeded` event (migrations/0010) is written too, and announced on thumbs_events;
+  /// notified counts the announcements (evaluated once, on the first row).
   public enum CompleteJobs: TypedStatement {
     public static let statement = SQLStatement(
       name: "complete_jobs",
@@ -131,7 +134,8 @@ public enum SQL {
                  lease_token = NULL, lease_expires_at = NULL, thumbhash = i.thumbhash,
                  render_key = i.render_key, reused_from = i.reused_from, stage_ms = i.stage_ms
             FROM locked, input i WHERE j.id = locked.id AND i.id = j.id
-          RETURNING j.id, j.external_id, j.source_key, j.profile, j.render_key, j.thumbhash),
+          RETURNING j.id, j.external_id, j.source_key, j.source_url, j.profile, j.render_key, j.thumbhash,
+                    j.attempts),
         variant_rows AS (
           SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
             FROM unnest($3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[], $8::bigint[], $9::text[])
@@ -178,8 +182,23 @@ public enum SQL {
             FROM current c JOIN variant_rows r ON r.job_id = c.job_id
           ON CONFLICT (photo_id, name) DO UPDATE
              SET width = excluded.width, height = excluded.height, format = excluded.format,
-                 bytes = excluded.bytes, storage_key = excluded.storage_key)
-        SELECT id FROM done
+                 bytes = excluded.bytes, storage_key = excluded.storage_key),
+        variant_lists AS (
+          SELECT r.job_id,
+                 jsonb_agg(jsonb_build_object('name', r.name, 'width', r.width, 'height', r.height,
+                                              'format', r.format, 'bytes', r.bytes, 'storage_key', r.storage_key)
+                           ORDER BY r.name) AS variants
+            FROM variant_rows r GROUP BY r.job_id),
+        events AS (
+          INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, thumbhash, variants,
+                                        attempts)
+          SELECT d.id, d.external_id, 'succeeded', thumbs.redact_url(d.source_url), d.profile, d.thumbhash,
+                 l.variants, d.attempts
+            FROM done d LEFT JOIN variant_lists l ON l.job_id = d.id
+           ORDER BY d.id
+          RETURNING id)
+        SELECT d.id, (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
+          FROM done d
         """#,
       parameters: [
         "ids", "tokens", "variant_job_ids", "names", "widths", "heights", "formats", "bytes", "storage_keys",
@@ -189,8 +208,8 @@ public enum SQL {
         "bigint[]", "uuid[]", "bigint[]", "text[]", "int[]", "int[]", "text[]", "bigint[]", "text[]",
         "text[]", "text[]", "bigint[]", "jsonb[]",
       ],
-      columns: ["id"],
-      columnTypes: ["bigint"])
+      columns: ["id", "notified"],
+      columnTypes: ["bigint", "bigint"])
 
     public struct Parameters: StatementParameters {
       public var ids: [Int64]
@@ -240,9 +259,11 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var id: Int64
+      public var notified: Int64
 
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
+        notified = try row.decode("notified")
       }
     }
   }
@@ -354,6 +375,9 @@ public enum SQL {
   ///
   /// Fencing and lock order as in heartbeat_jobs: only rows still running under the caller's
   /// lease_token, locked in id order.
+  ///
+  /// A job that fails for good gets its `failed` event (migrations/0010), announced on thumbs_events;
+  /// notified counts the announcements (evaluated once, on the first row).
   public enum FailJobs: TypedStatement {
     public static let statement = SQLStatement(
       name: "fail_jobs",
@@ -364,7 +388,8 @@ public enum SQL {
         locked AS MATERIALIZED (
           SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
            WHERE j.lease_token = i.token AND j.state = 'running'
-           ORDER BY j.id FOR UPDATE OF j)
+           ORDER BY j.id FOR UPDATE OF j),
+        written AS (
         UPDATE thumbs.jobs j
            SET state = CASE WHEN i.retry_after IS NULL THEN 'failed' ELSE 'queued' END,
                run_at = CASE WHEN i.retry_after IS NULL THEN j.run_at
@@ -379,12 +404,22 @@ public enum SQL {
                  'error_code', i.code, 'error', i.message))
           FROM locked, input i
          WHERE j.id = locked.id AND i.id = j.id
-        RETURNING j.id
+        RETURNING j.id, j.external_id, j.source_url, j.profile, j.state, j.error_code, j.last_error, j.attempts),
+        events AS (
+          INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
+                                        attempts)
+          SELECT w.id, w.external_id, 'failed', thumbs.redact_url(w.source_url), w.profile,
+                 w.error_code, w.last_error, w.attempts
+            FROM written w WHERE w.state = 'failed'
+           ORDER BY w.id
+          RETURNING id)
+        SELECT w.id, (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
+          FROM written w
         """#,
       parameters: ["ids", "tokens", "retry_after", "codes", "messages", "refunds"],
       parameterTypes: ["bigint[]", "uuid[]", "float8[]", "text[]", "text[]", "bool[]"],
-      columns: ["id"],
-      columnTypes: ["bigint"])
+      columns: ["id", "notified"],
+      columnTypes: ["bigint", "bigint"])
 
     public struct Parameters: StatementParameters {
       public var ids: [Int64]
@@ -416,9 +451,11 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var id: Int64
+      public var notified: Int64
 
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
+        notified = try row.decode("notified")
       }
     }
   }
@@ -724,6 +761,42 @@ public enum SQL {
     public typealias Row = NoRow
   }
 
+  /// Deletes completion events older than $1 seconds, among the $2 oldest; returns how many. The caller
+  /// repeats it until it deletes less than a batch: short transactions, few locks.
+  public enum PruneEvents: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "prune_events",
+      text: #"""
+        SELECT thumbs.prune_events(make_interval(secs => $1::float8), $2::int) AS deleted
+        """#,
+      parameters: ["older_than_seconds", "batch_size"],
+      parameterTypes: ["float8", "int"],
+      columns: ["deleted"],
+      columnTypes: ["int"])
+
+    public struct Parameters: StatementParameters {
+      public var olderThanSeconds: Double
+      public var batchSize: Int
+
+      public init(olderThanSeconds: Double, batchSize: Int) {
+        self.olderThanSeconds = olderThanSeconds
+        self.batchSize = batchSize
+      }
+
+      public var values: [String?] {
+        [olderThanSeconds.postgresText, batchSize.postgresText]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var deleted: Int
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        deleted = try row.decode("deleted")
+      }
+    }
+  }
+
   /// Deletes up to $2 jobs that finished more than $1 seconds ago (their variant rows go by cascade);
   /// returns how many. The caller repeats it until it deletes less than a batch: short transactions,
   /// few locks.
@@ -949,7 +1022,8 @@ public enum SQL {
   ///
   /// notified: wakes idle workers when something was requeued. The uncorrelated subquery runs once, on
   /// the first row, so the statement sends one thumbs_jobs notification when it returns any row and none
-  /// otherwise.
+  /// otherwise. Jobs that fail for good get their `failed` event (migrations/0010), announced on
+  /// thumbs_events the same way.
   public enum RescueExpiredJobs: TypedStatement {
     public static let statement = SQLStatement(
       name: "rescue_expired_jobs",
@@ -972,8 +1046,18 @@ public enum SQL {
                    'error', 'lease expired: the worker stopped heartbeating'))
             FROM expired
            WHERE j.id = expired.id AND j.state = 'running' AND j.lease_expires_at < now()
-          RETURNING j.id, j.state)
-        SELECT id, (SELECT count(*) FROM (SELECT pg_notify('thumbs_jobs', '')) n) AS notified
+          RETURNING j.id, j.state, j.external_id, j.source_url, j.profile, j.error_code, j.last_error, j.attempts),
+        events AS (
+          INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
+                                        attempts)
+          SELECT r.id, r.external_id, 'failed', thumbs.redact_url(r.source_url), r.profile,
+                 r.error_code, r.last_error, r.attempts
+            FROM rescued r WHERE r.state = 'failed'
+           ORDER BY r.id
+          RETURNING id)
+        SELECT id,
+               (SELECT count(*) FROM (SELECT pg_notify('thumbs_jobs', '')) n)
+                 + (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
           FROM rescued
         """#,
       parameters: [],
@@ -1157,8 +1241,8 @@ public enum SQL {
     CreateMigrationsTable.statement, CreateThumbsSchema.statement, EnqueueJob.statement,
     ExpireWorkers.statement, FailJobs.statement, FindRendered.statement, HandBackJobs.statement,
     HeartbeatJobs.statement, LeaseJobs.statement, ListenJobs.statement, LockMigrations.statement,
-    PruneJobs.statement, PruneOriginals.statement, QueueDepth.statement, RecordMigration.statement,
-    RecordOriginal.statement, RescueExpiredJobs.statement, SchemaVersion.statement, StatusQueue.statement,
-    StatusWorkers.statement, UnlockMigrations.statement, WithdrawWorker.statement,
+    PruneEvents.statement, PruneJobs.statement, PruneOriginals.statement, QueueDepth.statement,
+    RecordMigration.statement, RecordOriginal.statement, RescueExpiredJobs.statement, SchemaVersion.statement,
+    StatusQueue.statement, StatusWorkers.statement, UnlockMigrations.statement, WithdrawWorker.statement,
   ]
 }

@@ -11,10 +11,13 @@
 -- Each job's photo (its external id, else its source's identity) gets the job's variants as its current
 -- thumbnails (migrations/0009), unless a newer job of the photo already gave it its own: the photo's row
 -- is updated only for a higher job id, and the photo's variant rows follow it.
+--
+-- Each job's `succeeded` event (migrations/0010) is written too, and announced on thumbs_events;
+-- notified counts the announcements (evaluated once, on the first row).
 -- params: ids bigint[], tokens uuid[], variant_job_ids bigint[], names text[], widths int[],
 -- params: heights int[], formats text[], bytes bigint[], storage_keys text[], thumbhashes text?[],
 -- params: render_keys text?[], reused_from bigint?[], stage_ms jsonb?[]
--- returns: id bigint
+-- returns: id bigint, notified bigint
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[])
            AS t(id, token, thumbhash, render_key, reused_from, stage_ms)),
@@ -28,7 +31,8 @@ done AS (
          lease_token = NULL, lease_expires_at = NULL, thumbhash = i.thumbhash,
          render_key = i.render_key, reused_from = i.reused_from, stage_ms = i.stage_ms
     FROM locked, input i WHERE j.id = locked.id AND i.id = j.id
-  RETURNING j.id, j.external_id, j.source_key, j.profile, j.render_key, j.thumbhash),
+  RETURNING j.id, j.external_id, j.source_key, j.source_url, j.profile, j.render_key, j.thumbhash,
+            j.attempts),
 variant_rows AS (
   SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
     FROM unnest($3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[], $8::bigint[], $9::text[])
@@ -75,5 +79,20 @@ current_stored AS (
     FROM current c JOIN variant_rows r ON r.job_id = c.job_id
   ON CONFLICT (photo_id, name) DO UPDATE
      SET width = excluded.width, height = excluded.height, format = excluded.format,
-         bytes = excluded.bytes, storage_key = excluded.storage_key)
-SELECT id FROM done
+         bytes = excluded.bytes, storage_key = excluded.storage_key),
+variant_lists AS (
+  SELECT r.job_id,
+         jsonb_agg(jsonb_build_object('name', r.name, 'width', r.width, 'height', r.height,
+                                      'format', r.format, 'bytes', r.bytes, 'storage_key', r.storage_key)
+                   ORDER BY r.name) AS variants
+    FROM variant_rows r GROUP BY r.job_id),
+events AS (
+  INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, thumbhash, variants,
+                                attempts)
+  SELECT d.id, d.external_id, 'succeeded', thumbs.redact_url(d.source_url), d.profile, d.thumbhash,
+         l.variants, d.attempts
+    FROM done d LEFT JOIN variant_lists l ON l.job_id = d.id
+   ORDER BY d.id
+  RETURNING id)
+SELECT d.id, (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
+  FROM done d

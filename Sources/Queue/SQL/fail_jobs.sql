@@ -6,16 +6,20 @@
 --
 -- Fencing and lock order as in heartbeat_jobs: only rows still running under the caller's
 -- lease_token, locked in id order.
+--
+-- A job that fails for good gets its `failed` event (migrations/0010), announced on thumbs_events;
+-- notified counts the announcements (evaluated once, on the first row).
 -- params: ids bigint[], tokens uuid[], retry_after float8?[], codes text[], messages text[],
 -- params: refunds bool[]
--- returns: id bigint
+-- returns: id bigint, notified bigint
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[], $5::text[], $6::bool[])
            AS t(id, token, retry_after, code, message, refund)),
 locked AS MATERIALIZED (
   SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
    WHERE j.lease_token = i.token AND j.state = 'running'
-   ORDER BY j.id FOR UPDATE OF j)
+   ORDER BY j.id FOR UPDATE OF j),
+written AS (
 UPDATE thumbs.jobs j
    SET state = CASE WHEN i.retry_after IS NULL THEN 'failed' ELSE 'queued' END,
        run_at = CASE WHEN i.retry_after IS NULL THEN j.run_at
@@ -30,4 +34,14 @@ UPDATE thumbs.jobs j
          'error_code', i.code, 'error', i.message))
   FROM locked, input i
  WHERE j.id = locked.id AND i.id = j.id
-RETURNING j.id
+RETURNING j.id, j.external_id, j.source_url, j.profile, j.state, j.error_code, j.last_error, j.attempts),
+events AS (
+  INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
+                                attempts)
+  SELECT w.id, w.external_id, 'failed', thumbs.redact_url(w.source_url), w.profile,
+         w.error_code, w.last_error, w.attempts
+    FROM written w WHERE w.state = 'failed'
+   ORDER BY w.id
+  RETURNING id)
+SELECT w.id, (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
+  FROM written w

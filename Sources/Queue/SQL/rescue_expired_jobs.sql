@@ -5,7 +5,8 @@
 --
 -- notified: wakes idle workers when something was requeued. The uncorrelated subquery runs once, on
 -- the first row, so the statement sends one thumbs_jobs notification when it returns any row and none
--- otherwise.
+-- otherwise. Jobs that fail for good get their `failed` event (migrations/0010), announced on
+-- thumbs_events the same way.
 -- params: none
 -- returns: id bigint, notified bigint
 WITH expired AS (
@@ -26,6 +27,16 @@ rescued AS (
            'error', 'lease expired: the worker stopped heartbeating'))
     FROM expired
    WHERE j.id = expired.id AND j.state = 'running' AND j.lease_expires_at < now()
-  RETURNING j.id, j.state)
-SELECT id, (SELECT count(*) FROM (SELECT pg_notify('thumbs_jobs', '')) n) AS notified
+  RETURNING j.id, j.state, j.external_id, j.source_url, j.profile, j.error_code, j.last_error, j.attempts),
+events AS (
+  INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
+                                attempts)
+  SELECT r.id, r.external_id, 'failed', thumbs.redact_url(r.source_url), r.profile,
+         r.error_code, r.last_error, r.attempts
+    FROM rescued r WHERE r.state = 'failed'
+   ORDER BY r.id
+  RETURNING id)
+SELECT id,
+       (SELECT count(*) FROM (SELECT pg_notify('thumbs_jobs', '')) n)
+         + (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
   FROM rescued

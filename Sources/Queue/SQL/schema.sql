@@ -18,8 +18,13 @@ CREATE FUNCTION thumbs.cancel(job_id bigint) RETURNS boolean
     UPDATE thumbs.jobs j
        SET state = 'cancelled', finished_at = now(), lease_token = NULL, lease_expires_at = NULL
      WHERE j.id = cancel.job_id AND j.state IN ('queued', 'running')
-    RETURNING 1)
-  SELECT count(*) > 0 FROM cancelled;
+    RETURNING j.id, j.external_id, j.source_url, j.profile, j.attempts),
+  written AS (
+    INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, attempts)
+    SELECT c.id, c.external_id, 'cancelled', thumbs.redact_url(c.source_url), c.profile, c.attempts
+      FROM cancelled c
+    RETURNING id)
+  SELECT count(pg_notify('thumbs_events', w.id::text)) > 0 FROM written w;
 $$;
 
 CREATE FUNCTION thumbs.enqueue(source_url text, profile text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), metadata jsonb DEFAULT '{}'::jsonb, external_id text DEFAULT NULL::text) RETURNS bigint
@@ -89,6 +94,19 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION thumbs.events_after(after text DEFAULT NULL::text, max_events integer DEFAULT 100) RETURNS TABLE(cursor text, id bigint, job_id bigint, external_id text, kind text, created_at timestamp with time zone, payload jsonb)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  SELECT l.txid::text || '/' || l.id::text, e.id, e.job_id, e.external_id, e.kind, e.created_at, e.payload
+    FROM thumbs.event_log l JOIN thumbs.events e ON e.id = l.id
+   WHERE l.txid < pg_snapshot_xmin(pg_current_snapshot())
+     AND (after IS NULL
+          OR (l.txid, l.id) > (split_part(after, '/', 1)::xid8, split_part(after, '/', 2)::bigint))
+   ORDER BY l.txid, l.id
+   LIMIT max_events;
+$$;
+
 CREATE FUNCTION thumbs.expire_workers() RETURNS integer
     LANGUAGE sql
     AS $$
@@ -113,6 +131,19 @@ CREATE FUNCTION thumbs.prune(older_than interval DEFAULT '7 days'::interval, bat
   SELECT count(*)::int FROM deleted;
 $$;
 
+CREATE FUNCTION thumbs.prune_events(older_than interval DEFAULT '30 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer
+    LANGUAGE sql
+    AS $$
+  WITH doomed AS (
+    SELECT e.id FROM thumbs.event_log e
+     WHERE e.id IN (SELECT o.id FROM thumbs.event_log o ORDER BY o.id LIMIT batch_size)
+       AND e.created_at < now() - older_than
+     FOR UPDATE SKIP LOCKED),
+  deleted AS (
+    DELETE FROM thumbs.event_log e USING doomed WHERE e.id = doomed.id RETURNING 1)
+  SELECT count(*)::int FROM deleted;
+$$;
+
 CREATE FUNCTION thumbs.prune_originals(older_than interval DEFAULT '7 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer
     LANGUAGE sql
     AS $$
@@ -125,6 +156,18 @@ CREATE FUNCTION thumbs.prune_originals(older_than interval DEFAULT '7 days'::int
   deleted AS (
     DELETE FROM thumbs.originals o USING doomed WHERE o.url = doomed.url RETURNING 1)
   SELECT count(*)::int FROM deleted;
+$$;
+
+CREATE FUNCTION thumbs.redact_url(url text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  -- Most URLs have neither a userinfo nor a query: no regular expression for them.
+  SELECT CASE WHEN strpos(url, '@') = 0 AND strpos(url, '=') = 0 THEN url ELSE
+    regexp_replace(
+      regexp_replace(url, '^([A-Za-z][A-Za-z0-9+.-]*://[^/?#@[:space:]:"'']*):[^/?#@[:space:]"'']*@',
+                     '\1:****@'),
+      '([?&](X-Amz-Credential|X-Amz-Signature|X-Amz-Security-Token|AWSAccessKeyId|Signature)=)[^&#[:space:]"'']*',
+      '\1****', 'g') END;
 $$;
 
 CREATE FUNCTION thumbs.retry(job_id bigint) RETURNS boolean
@@ -214,6 +257,41 @@ CREATE VIEW thumbs.current_variants AS
     p.updated_at
    FROM (thumbs.photos p
      JOIN thumbs.photo_variants v ON ((v.photo_id = p.id)));
+
+CREATE TABLE thumbs.event_log (
+    id bigint NOT NULL,
+    job_id bigint NOT NULL,
+    external_id text,
+    kind text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    source_url text,
+    profile text NOT NULL,
+    error_code text,
+    error text,
+    thumbhash text,
+    variants jsonb,
+    attempts integer DEFAULT 0 NOT NULL,
+    CONSTRAINT event_log_kind_check CHECK ((kind = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text])))
+);
+
+ALTER TABLE thumbs.event_log ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME thumbs.event_log_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE VIEW thumbs.events AS
+ SELECT e.id,
+    e.job_id,
+    e.external_id,
+    e.kind,
+    e.created_at,
+    jsonb_build_object('job_id', e.job_id, 'external_id', e.external_id, 'source_url', e.source_url, 'profile', e.profile, 'state', e.kind, 'error_code', e.error_code, 'error', e.error, 'thumbhash', e.thumbhash, 'variants', COALESCE(e.variants, '[]'::jsonb), 'attempts', e.attempts) AS payload
+   FROM thumbs.event_log e;
 
 CREATE TABLE thumbs.jobs (
     id bigint NOT NULL,
@@ -425,6 +503,9 @@ CREATE VIEW thumbs.worker_overview AS
    FROM thumbs.workers w
   ORDER BY w.started_at;
 
+ALTER TABLE ONLY thumbs.event_log
+    ADD CONSTRAINT event_log_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY thumbs.jobs
     ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
 
@@ -448,6 +529,8 @@ ALTER TABLE ONLY thumbs.variants
 
 ALTER TABLE ONLY thumbs.workers
     ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
+
+CREATE INDEX event_log_commit_order_idx ON thumbs.event_log USING btree (txid, id);
 
 CREATE INDEX jobs_external_idx ON thumbs.jobs USING btree (external_id, profile, id) WHERE (external_id IS NOT NULL);
 

@@ -197,12 +197,17 @@ struct Keeper: Service, WithServiceContext {
     if let expired = try? await queue.expireWorkers(), expired > 0 {
       logger.notice("expired stale worker registrations", metadata: ["workers": "\(expired)"])
     }
-    guard config.retentionSeconds > 0 else { return }
     do {
-      let deleted = try await queue.prune(olderThanSeconds: config.retentionSeconds)
-      if deleted > 0 { logger.info("pruned finished jobs", metadata: ["jobs": "\(deleted)"]) }
-      let forgotten = try await queue.pruneOriginals(olderThanSeconds: config.retentionSeconds)
-      if forgotten > 0 { logger.info("pruned originals rows", metadata: ["originals": "\(forgotten)"]) }
+      if config.retentionSeconds > 0 {
+        let deleted = try await queue.prune(olderThanSeconds: config.retentionSeconds)
+        if deleted > 0 { logger.info("pruned finished jobs", metadata: ["jobs": "\(deleted)"]) }
+        let forgotten = try await queue.pruneOriginals(olderThanSeconds: config.retentionSeconds)
+        if forgotten > 0 { logger.info("pruned originals rows", metadata: ["originals": "\(forgotten)"]) }
+      }
+      if config.eventRetentionSeconds > 0 {
+        let events = try await queue.pruneEvents(olderThanSeconds: config.eventRetentionSeconds)
+        if events > 0 { logger.info("pruned completion events", metadata: ["events": "\(events)"]) }
+      }
     } catch {
       logger.warning("retention failed", metadata: ["error": "\(error)"])
     }

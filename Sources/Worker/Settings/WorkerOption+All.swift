@@ -161,6 +161,15 @@ extension WorkerOption {
         settings.retentionSeconds = seconds
       }, render: { Write.duration($0.retentionSeconds) }),
     WorkerOption(
+      "event-retention", .value(placeholder: "DURATION"),
+      help: "delete completion events (thumbs.events) older than this, e.g. 30d; 0 keeps them",
+      apply: { value, settings throws(OptionError.Problem) in
+        guard let seconds = TimeSpan.parseSeconds(value) else {
+          throw .init("'\(value)' is not a duration such as 30d, 12h, 30m or 0")
+        }
+        settings.eventRetentionSeconds = seconds
+      }, render: { Write.duration($0.eventRetentionSeconds) }),
+    WorkerOption(
       "http-address", .value(placeholder: "HOST:PORT"),
       help: "where `/healthz`, `/readyz`, `/metrics` and `/debug/jobs` are served; `off` disables",
       apply: { value, settings throws(OptionError.Problem) in

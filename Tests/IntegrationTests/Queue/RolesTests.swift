@@ -78,11 +78,17 @@ struct RolesTests {
     #expect(try sql(e, "SELECT thumbs.cancel(\(id))").rows[0][0] == "t")
     #expect(try sql(e, "SELECT thumbs.retry(\(id))").rows[0][0] == "t")
     #expect(try sql(e, "SELECT state FROM thumbs.jobs WHERE id = \(id)").rows[0][0] == "queued")
+    // It reads the events (the cancel wrote one) and a photo's current thumbnails, and changes neither.
+    let events = try sql(e, "SELECT kind FROM thumbs.events_after(NULL, 10)").rows
+    #expect(events == [["cancelled"]], "\(events)")
+    #expect(try sql(e, "SELECT count(*) FROM thumbs.current_variants").rows == [["0"]])
     let denied = "42501"  // insufficient_privilege
     #expect(refusal(e, "UPDATE thumbs.jobs SET priority = 9") == denied)
     #expect(refusal(e, "DELETE FROM thumbs.jobs") == denied)
     #expect(refusal(e, "INSERT INTO thumbs.jobs (source_url, profile) VALUES ('x', 'default')") == denied)
     #expect(refusal(e, "DELETE FROM thumbs.variants") == denied)
+    #expect(refusal(e, "DELETE FROM thumbs.events") == denied)
+    #expect(refusal(e, "DELETE FROM thumbs.photos") == denied)
     #expect(refusal(e, "SELECT * FROM thumbs.originals") == denied)
     #expect(refusal(e, "SELECT * FROM thumbs.workers") == denied)
     #expect(refusal(e, "UPDATE thumbs.profiles SET spec = '{}'") == denied)
