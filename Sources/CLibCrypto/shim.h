@@ -1,1 +1,3 @@
 #include <openssl/sha.h>
+#include <openssl/hmac.h>
+#include <openssl/evp.h>

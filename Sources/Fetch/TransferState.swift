@@ -121,28 +121,6 @@ let openCheckedSocket: thumbd_curl_opensocket_callback = { userdata, _, address 
   return socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
 }
 
-/// The numeric text of an IPv4 or IPv6 socket address.
-func ipText(family: Int32, address: UnsafeMutablePointer<sockaddr>) -> String? {
-  var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-  let written: UnsafePointer<CChar>?
-  switch family {
-  case AF_INET:
-    written = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
-      withUnsafePointer(to: &v4.pointee.sin_addr) { inet_ntop(AF_INET, $0, &buffer, socklen_t(buffer.count)) }
-    }
-  case AF_INET6:
-    written = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
-      withUnsafePointer(to: &v6.pointee.sin6_addr) {
-        inet_ntop(AF_INET6, $0, &buffer, socklen_t(buffer.count))
-      }
-    }
-  default:
-    return nil
-  }
-  guard written != nil else { return nil }
-  return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}
-
 /// Runs after connecting and before sending each request (also after every redirect), with the address
 /// actually connected to. The socket check above already refused blocked addresses; this second look also
 /// covers a reused connection and anything curl connects through without opening a socket callback.

@@ -1,11 +1,12 @@
 public import CCurlShim
 import Foundation
 
-/// A request to a service (object storage), not an original: no redirects, a capped answer, and
-/// optionally signed with AWS Signature Version 4 by libcurl itself.
+/// A request to a service (object storage, a webhook receiver), not an original: no redirects, a capped
+/// answer, optionally signed with AWS Signature Version 4 by libcurl itself, and optionally held to an
+/// address check before each connection.
 public struct HTTPRequest: Sendable {
   public enum Method: String, Sendable {
-    case head = "HEAD", put = "PUT"
+    case get = "GET", head = "HEAD", put = "PUT", post = "POST"
   }
 
   /// SigV4 signing: curl computes the canonical request and the Authorization header.
@@ -34,6 +35,9 @@ public struct HTTPRequest: Sendable {
   /// Bytes of the answer's body kept (error documents are small; nothing here downloads objects).
   public var maxResponseBytes = 1 << 20
   public var userAgent = "thumbd"
+  /// Asked with the numeric address of every connection curl is about to open (after DNS); false
+  /// refuses it (the request fails, naming the address). nil: every address is fine.
+  public var permitsAddress: (@Sendable (String) -> Bool)?
 
   public init(
     method: Method, url: String, headers: [String] = [], body: [UInt8] = [], signing: Signing? = nil
@@ -72,7 +76,8 @@ extension CurlMulti {
     let code = await perform(call)
     if Task.isCancelled { call.cancellation.cancel() }
     guard code == CURLE_OK, !call.cancellation.isCancelled else {
-      let reason = call.cancellation.isCancelled ? "cancelled" : String(cString: curl_easy_strerror(code))
+      var reason = call.cancellation.isCancelled ? "cancelled" : String(cString: curl_easy_strerror(code))
+      if let blocked = call.blockedAddress { reason = "\(blocked) is a private or reserved address" }
       let failed = call.cancellation.isCancelled ? CURLE_ABORTED_BY_CALLBACK : code
       return .failure(HTTPTransportError(code: failed, description: "\(request.method.rawValue): \(reason)"))
     }
@@ -95,11 +100,15 @@ final class HTTPCall: CurlTransfer, @unchecked Sendable {
   private let maxResponseBytes: Int
   var response: [UInt8] = []
   var responseHeaders: [String: String] = [:]
+  let permitsAddress: (@Sendable (String) -> Bool)?
+  /// The address the check refused, if it refused one.
+  var blockedAddress: String?
 
   init?(_ request: HTTPRequest) {
     guard let easy = CurlEasy() else { return nil }
     self.easy = easy
     maxResponseBytes = request.maxResponseBytes
+    permitsAddress = request.permitsAddress
     body = .allocate(byteCount: max(request.body.count, 1), alignment: 1)
     request.body.withUnsafeBytes { body.copyMemory(from: $0) }
     let userdata = Unmanaged.passUnretained(self).toOpaque()
@@ -107,7 +116,11 @@ final class HTTPCall: CurlTransfer, @unchecked Sendable {
       url: request.url, connectTimeout: request.connectTimeout, timeout: request.timeout,
       userAgent: request.userAgent)
     switch request.method {
+    case .get: break
     case .head: easy.set(CURLOPT_NOBODY, 1)
+    case .post:
+      _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_POSTFIELDS, body.baseAddress)
+      easy.setOffset(CURLOPT_POSTFIELDSIZE_LARGE, request.body.count)
     case .put:
       // The body from memory, sent with the request: unlike CURLOPT_UPLOAD, no `Expect: 100-continue`
       // round trip for bodies under a megabyte (and a suppressed Expect header breaks curl 7.88's
@@ -126,6 +139,10 @@ final class HTTPCall: CurlTransfer, @unchecked Sendable {
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_WRITEDATA, userdata)
     _ = thumbd_curl_setopt_header_function(easy.handle, collectHeader)
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_HEADERDATA, userdata)
+    if request.permitsAddress != nil {
+      _ = thumbd_curl_setopt_opensocket_function(easy.handle, openCheckedSocket)
+      _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_OPENSOCKETDATA, userdata)
+    }
   }
 
   deinit {
@@ -163,4 +180,17 @@ private let collectHeader: thumbd_curl_data_callback = { data, size, count, user
   guard let data else { return length }
   call.header(HeaderLine(UnsafeRawBufferPointer(start: data, count: length)))
   return length
+}
+
+/// Runs before curl opens each socket, with the address it is about to connect to: a refused address
+/// fails the request before a packet goes out.
+private let openCheckedSocket: thumbd_curl_opensocket_callback = { userdata, _, address in
+  let call = Unmanaged<HTTPCall>.fromOpaque(userdata!).takeUnretainedValue()
+  guard let address else { return -1 }
+  let text = ipText(family: address.pointee.family, address: &address.pointee.addr)
+  guard let text, call.permitsAddress?(text) ?? true else {
+    call.blockedAddress = text ?? "an address of family \(address.pointee.family)"
+    return -1  // CURL_SOCKET_BAD
+  }
+  return socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
 }

@@ -47,7 +47,10 @@ public typealias WorkerTotals = WorkerCounters
 /// 5. the completer, which writes outcomes in batches;
 /// 6. the producer, which leases and starts jobs (stops first: no new leases, grace, hand-back).
 ///
-/// Database connections: four, whatever the concurrency (lease, outcomes, keeper, LISTEN).
+/// With a webhook URL, two more before the keeper: a LISTEN on thumbs_events, and the webhook sender.
+///
+/// Database connections: four, whatever the concurrency (lease, outcomes, keeper, LISTEN); six with
+/// webhooks.
 public final class Worker: Sendable {
   public let config: WorkerConfig
   public let shutdown: ShutdownSignal
@@ -153,6 +156,21 @@ public final class Worker: Sendable {
       add("storage") { StorageCheck(store: store, readiness: readiness, logger: logger, activity: $0) }
     }
     add("listener") { ListenerService(listener: listener, wake: runner.wake, pool: pool, activity: $0) }
+    var webhookQueue: JobQueue?
+    if let url = config.webhookURL, let secrets = config.webhookSecrets {
+      let queue = connect()
+      webhookQueue = queue
+      let events = NotificationListener(conninfo: config.databaseURL, channel: "thumbs_events")
+      let wake = WakeSignal()
+      add("event-listener") { ListenerService(listener: events, wake: wake, pool: pool, activity: $0) }
+      add("webhooks") {
+        WebhookSender(
+          queue: queue, url: url, secrets: secrets, addressGuard: config.webhookAddressGuard,
+          settings: config.webhookDelivery, multi: multi, wake: wake, metrics: metrics, logger: logger,
+          activity: $0)
+      }
+    }
+    defer { webhookQueue?.client.close() }
     add("keeper") { Keeper(queue: keeperQueue, context: context, record: record, activity: $0) }
     add("completer") { _ in completer }
     add("producer") { Producer(queue: leaser, context: context, activity: $0) }

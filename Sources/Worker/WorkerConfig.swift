@@ -62,6 +62,15 @@ public struct WorkerConfig: Sendable {
   /// Completion events older than this are deleted; 0 keeps them forever. Longer than the jobs' by
   /// default: a consumer that was down for days still finds what happened.
   public var eventRetentionSeconds: Double = 30 * 24 * 3600
+  /// Where every completion event is POSTed (Standard Webhooks); nil: no webhooks.
+  public var webhookURL: String?
+  /// The keys deliveries are signed with (required with a webhook URL).
+  public var webhookSecrets: WebhookSecrets?
+  /// Hosts or CIDRs a webhook URL may reach despite the private-network block.
+  public var webhookAddressGuard = AddressGuard()
+  public var webhookAllowHosts = ""
+  /// How deliveries are claimed, sent and retried.
+  public var webhookDelivery = WebhookDeliverySettings()
   /// How often the keeper expires stale worker rows and prunes finished jobs.
   public var housekeepingInterval: Double = 60
   public var workerID: String

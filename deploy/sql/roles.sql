@@ -51,6 +51,9 @@ GRANT SELECT ON thumbs.queue_overview, thumbs.worker_overview, thumbs.stuck_jobs
 -- Completion events (migrations/0010) are written by the worker's outcome statements.
 GRANT SELECT, INSERT, DELETE ON thumbs.event_log TO thumbd_worker;
 GRANT SELECT ON thumbs.events TO thumbd_worker;
+-- Webhooks (migrations/0011): endpoints registered and their deliveries claimed and answered by workers.
+GRANT SELECT, INSERT, UPDATE ON thumbs.webhook_endpoints TO thumbd_worker;
+GRANT SELECT, INSERT, UPDATE ON thumbs.webhook_deliveries TO thumbd_worker;
 GRANT EXECUTE ON FUNCTION thumbs.append_attempt(jsonb, jsonb), thumbs.expire_workers(),
   thumbs.prune(interval, integer), thumbs.prune_originals(interval, integer),
   thumbs.prune_events(interval, integer), thumbs.redact_url(text) TO thumbd_worker;

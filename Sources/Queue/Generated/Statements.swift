@@ -304,6 +304,69 @@ public enum SQL {
     public typealias Row = NoRow
   }
 
+  /// Queues a delivery to endpoint $1 for each of the next $2 events after its cursor, in commit order,
+  /// and moves the cursor past them; returns how many events it passed and how many deliveries it
+  /// queued (none while the endpoint is off). One worker at a time: the endpoint's row is locked, and a
+  /// worker that finds it locked passes nothing (SKIP LOCKED). Only events below the snapshot's xmin are
+  /// taken, as in thumbs.events_after: no later commit can land behind the cursor.
+  public enum DispatchWebhookEvents: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "dispatch_webhook_events",
+      text: #"""
+        WITH endpoint AS MATERIALIZED (
+          SELECT w.url, w.cursor, w.disabled_at FROM thumbs.webhook_endpoints w
+           WHERE w.url = $1::text FOR UPDATE SKIP LOCKED),
+        batch AS MATERIALIZED (
+          SELECT l.id, l.txid FROM thumbs.event_log l, endpoint e
+           WHERE l.txid < pg_snapshot_xmin(pg_current_snapshot())
+             AND (e.cursor IS NULL
+                  OR (l.txid, l.id) > (split_part(e.cursor, '/', 1)::xid8, split_part(e.cursor, '/', 2)::bigint))
+           ORDER BY l.txid, l.id
+           LIMIT $2::int),
+        queued AS (
+          INSERT INTO thumbs.webhook_deliveries (endpoint, event_id)
+          SELECT e.url, b.id FROM endpoint e, batch b WHERE e.disabled_at IS NULL
+          ORDER BY b.txid, b.id
+          ON CONFLICT (endpoint, event_id) DO NOTHING
+          RETURNING 1),
+        moved AS (
+          UPDATE thumbs.webhook_endpoints w
+             SET cursor = (SELECT b.txid::text || '/' || b.id::text FROM batch b ORDER BY b.txid DESC, b.id DESC LIMIT 1)
+            FROM endpoint e
+           WHERE w.url = e.url AND EXISTS (SELECT 1 FROM batch)
+          RETURNING 1)
+        SELECT (SELECT count(*) FROM batch)::int AS passed, (SELECT count(*) FROM queued)::int AS queued
+        """#,
+      parameters: ["url", "max_events"],
+      parameterTypes: ["text", "int"],
+      columns: ["passed", "queued"],
+      columnTypes: ["int", "int"])
+
+    public struct Parameters: StatementParameters {
+      public var url: String
+      public var maxEvents: Int
+
+      public init(url: String, maxEvents: Int) {
+        self.url = url
+        self.maxEvents = maxEvents
+      }
+
+      public var values: [String?] {
+        [url.postgresText, maxEvents.postgresText]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var passed: Int
+      public var queued: Int
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        passed = try row.decode("passed")
+        queued = try row.decode("queued")
+      }
+    }
+  }
+
   /// thumbs.enqueue: the new job's id, or the id of the job that already stands for the same photo (its
   /// external id, else its source) and profile.
   public enum EnqueueJob: TypedStatement {
@@ -517,6 +580,83 @@ public enum SQL {
     }
   }
 
+  /// Writes the answers of claimed deliveries: per delivery its id and claim token, what became of it
+  /// ('delivered', 'retry' in $5 seconds, 'given_up', or 'stopped' by a 410), the HTTP status (NULL: no
+  /// answer) and what went wrong. Only the claim's holder writes (a delivery whose claim ran out and was
+  /// taken again is not overwritten). A 'stopped' turns the endpoint off and stops its other pending
+  /// deliveries. Returns the ids written.
+  public enum FinishWebhookDeliveries: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "finish_webhook_deliveries",
+      text: #"""
+        WITH input AS (
+          SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::text[])
+                   AS t(id, token, outcome, status, retry_in, error)),
+        written AS (
+          UPDATE thumbs.webhook_deliveries d
+             SET state = CASE i.outcome WHEN 'retry' THEN 'pending' ELSE i.outcome END,
+                 next_attempt_at = CASE WHEN i.outcome = 'retry' THEN now() + make_interval(secs => i.retry_in)
+                                        ELSE d.next_attempt_at END,
+                 delivered_at = CASE WHEN i.outcome = 'delivered' THEN now() END,
+                 last_status = i.status, last_error = i.error, lease_token = NULL
+            FROM input i
+           WHERE d.id = i.id AND d.lease_token = i.token
+          RETURNING d.id, d.endpoint, i.outcome, i.status),
+        turned_off AS (
+          UPDATE thumbs.webhook_endpoints w
+             SET disabled_at = now(),
+                 disabled_reason = 'answered HTTP ' || (SELECT min(status) FROM written WHERE outcome = 'stopped')
+           WHERE w.url IN (SELECT endpoint FROM written WHERE outcome = 'stopped') AND w.disabled_at IS NULL
+          RETURNING w.url),
+        halted AS (
+          UPDATE thumbs.webhook_deliveries d SET state = 'stopped', lease_token = NULL
+           WHERE d.endpoint IN (SELECT url FROM turned_off) AND d.state = 'pending'
+             AND d.id NOT IN (SELECT id FROM written)
+          RETURNING 1)
+        SELECT id FROM written
+        """#,
+      parameters: ["ids", "tokens", "outcomes", "statuses", "retry_in", "errors"],
+      parameterTypes: ["bigint[]", "uuid[]", "text[]", "int[]", "float8[]", "text[]"],
+      columns: ["id"],
+      columnTypes: ["bigint"])
+
+    public struct Parameters: StatementParameters {
+      public var ids: [Int64]
+      public var tokens: [String]
+      public var outcomes: [String]
+      public var statuses: [Int?]
+      public var retryIn: [Double?]
+      public var errors: [String?]
+
+      public init(
+        ids: [Int64], tokens: [String], outcomes: [String], statuses: [Int?], retryIn: [Double?],
+        errors: [String?]
+      ) {
+        self.ids = ids
+        self.tokens = tokens
+        self.outcomes = outcomes
+        self.statuses = statuses
+        self.retryIn = retryIn
+        self.errors = errors
+      }
+
+      public var values: [String?] {
+        [
+          PostgresArray.literal(ids), PostgresArray.literal(tokens), PostgresArray.literal(outcomes),
+          PostgresArray.literal(statuses), PostgresArray.literal(retryIn), PostgresArray.literal(errors),
+        ]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var id: Int64
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        id = try row.decode("id")
+      }
+    }
+  }
+
   /// Returns unfinished jobs to the queue without counting the attempt (a clean stop is not the job's
   /// fault), logs the hand-back in the attempt log, and wakes idle workers to take them: the uncorrelated
   /// notified subquery runs once, on the first row, so one thumbs_jobs notification goes out when any
@@ -709,6 +849,80 @@ public enum SQL {
         maxAttempts = try row.decode("max_attempts")
         leaseToken = try row.decode("lease_token")
         spec = try row.decode("spec")
+      }
+    }
+  }
+
+  /// Claims up to $2 due deliveries to endpoint $1 (none while it is off), oldest due first, and pushes
+  /// each one's next attempt $3 seconds ahead: if the claiming worker dies, the delivery is due again
+  /// then, and another worker sends it. Returns what a POST needs: the event's kind, creation time
+  /// (Unix seconds) and payload, and the claim's token for writing the answer.
+  public enum LeaseWebhookDeliveries: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "lease_webhook_deliveries",
+      text: #"""
+        WITH due AS (
+          SELECT d.id FROM thumbs.webhook_deliveries d
+           WHERE d.endpoint = $1::text AND d.state = 'pending' AND d.next_attempt_at <= now()
+             AND EXISTS (SELECT 1 FROM thumbs.webhook_endpoints w WHERE w.url = d.endpoint AND w.disabled_at IS NULL)
+           ORDER BY d.next_attempt_at, d.id
+           LIMIT $2::int
+           FOR UPDATE OF d SKIP LOCKED),
+        claimed AS (
+          UPDATE thumbs.webhook_deliveries d
+             SET attempts = d.attempts + 1, lease_token = gen_random_uuid(),
+                 next_attempt_at = now() + make_interval(secs => $3::float8),
+                 first_attempt_at = coalesce(d.first_attempt_at, now())
+            FROM due WHERE d.id = due.id
+          RETURNING d.id, d.lease_token, d.attempts, d.first_attempt_at, d.event_id)
+        SELECT c.id, c.lease_token AS token, c.attempts,
+               extract(epoch FROM c.first_attempt_at)::float8 AS first_attempt_epoch, c.event_id, e.kind,
+               extract(epoch FROM e.created_at)::float8 AS created_epoch, e.payload::text AS payload
+          FROM claimed c JOIN thumbs.events e ON e.id = c.event_id
+         ORDER BY c.id
+        """#,
+      parameters: ["url", "limit", "lease_seconds"],
+      parameterTypes: ["text", "int", "float8"],
+      columns: [
+        "id", "token", "attempts", "first_attempt_epoch", "event_id", "kind", "created_epoch", "payload",
+      ],
+      columnTypes: ["bigint", "uuid", "int", "float8", "bigint", "text", "float8", "text"])
+
+    public struct Parameters: StatementParameters {
+      public var url: String
+      public var limit: Int
+      public var leaseSeconds: Double
+
+      public init(url: String, limit: Int, leaseSeconds: Double) {
+        self.url = url
+        self.limit = limit
+        self.leaseSeconds = leaseSeconds
+      }
+
+      public var values: [String?] {
+        [url.postgresText, limit.postgresText, leaseSeconds.postgresText]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var id: Int64
+      public var token: String
+      public var attempts: Int
+      public var firstAttemptEpoch: Double
+      public var eventID: Int64
+      public var kind: String
+      public var createdEpoch: Double
+      public var payload: String
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        id = try row.decode("id")
+        token = try row.decode("token")
+        attempts = try row.decode("attempts")
+        firstAttemptEpoch = try row.decode("first_attempt_epoch")
+        eventID = try row.decode("event_id")
+        kind = try row.decode("kind")
+        createdEpoch = try row.decode("created_epoch")
+        payload = try row.decode("payload")
       }
     }
   }
@@ -1016,6 +1230,51 @@ public enum SQL {
     public typealias Row = NoRow
   }
 
+  /// Records the worker's webhook URL $1 as an endpoint, starting after the newest event that can no
+  /// longer be passed by a late commit (what happened before is not sent unless replayed). An endpoint
+  /// that exists keeps its cursor and its on/off state. Returns whether it is off (answered 410).
+  public enum RegisterWebhook: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "register_webhook",
+      text: #"""
+        WITH added AS (
+          INSERT INTO thumbs.webhook_endpoints (url, cursor)
+          SELECT $1::text,
+                 (SELECT l.txid::text || '/' || l.id::text FROM thumbs.event_log l
+                   WHERE l.txid < pg_snapshot_xmin(pg_current_snapshot())
+                   ORDER BY l.txid DESC, l.id DESC LIMIT 1)
+          ON CONFLICT (url) DO NOTHING
+          RETURNING disabled_at)
+        SELECT coalesce((SELECT disabled_at IS NOT NULL FROM added),
+                        (SELECT disabled_at IS NOT NULL FROM thumbs.webhook_endpoints WHERE url = $1::text),
+                        false) AS disabled
+        """#,
+      parameters: ["url"],
+      parameterTypes: ["text"],
+      columns: ["disabled"],
+      columnTypes: ["bool"])
+
+    public struct Parameters: StatementParameters {
+      public var url: String
+
+      public init(url: String) {
+        self.url = url
+      }
+
+      public var values: [String?] {
+        [url.postgresText]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var disabled: Bool
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        disabled = try row.decode("disabled")
+      }
+    }
+  }
+
   /// Returns jobs whose lease expired (their worker died or froze) to the queue, or fails them when they
   /// have used all their attempts. Safe from every worker at once: SKIP LOCKED keeps two rescuers off the
   /// same row, and the state/expiry condition is re-checked under the row lock.
@@ -1238,11 +1497,12 @@ public enum SQL {
   /// All of them, in file name order.
   public static let all: [SQLStatement] = [
     AnnounceWorker.statement, AppliedMigrations.statement, CompleteJobs.statement,
-    CreateMigrationsTable.statement, CreateThumbsSchema.statement, EnqueueJob.statement,
-    ExpireWorkers.statement, FailJobs.statement, FindRendered.statement, HandBackJobs.statement,
-    HeartbeatJobs.statement, LeaseJobs.statement, ListenJobs.statement, LockMigrations.statement,
-    PruneEvents.statement, PruneJobs.statement, PruneOriginals.statement, QueueDepth.statement,
-    RecordMigration.statement, RecordOriginal.statement, RescueExpiredJobs.statement, SchemaVersion.statement,
+    CreateMigrationsTable.statement, CreateThumbsSchema.statement, DispatchWebhookEvents.statement,
+    EnqueueJob.statement, ExpireWorkers.statement, FailJobs.statement, FindRendered.statement,
+    FinishWebhookDeliveries.statement, HandBackJobs.statement, HeartbeatJobs.statement, LeaseJobs.statement,
+    LeaseWebhookDeliveries.statement, ListenJobs.statement, LockMigrations.statement, PruneEvents.statement,
+    PruneJobs.statement, PruneOriginals.statement, QueueDepth.statement, RecordMigration.statement,
+    RecordOriginal.statement, RegisterWebhook.statement, RescueExpiredJobs.statement, SchemaVersion.statement,
     StatusQueue.statement, StatusWorkers.statement, UnlockMigrations.statement, WithdrawWorker.statement,
   ]
 }

@@ -27,6 +27,16 @@ CREATE FUNCTION thumbs.cancel(job_id bigint) RETURNS boolean
   SELECT count(pg_notify('thumbs_events', w.id::text)) > 0 FROM written w;
 $$;
 
+CREATE FUNCTION thumbs.enable_webhook(url text) RETURNS boolean
+    LANGUAGE sql
+    AS $$
+  WITH enabled AS (
+    UPDATE thumbs.webhook_endpoints w SET disabled_at = NULL, disabled_reason = NULL
+     WHERE w.url = enable_webhook.url AND w.disabled_at IS NOT NULL
+    RETURNING 1)
+  SELECT count(*) > 0 FROM enabled;
+$$;
+
 CREATE FUNCTION thumbs.enqueue(source_url text, profile text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), metadata jsonb DEFAULT '{}'::jsonb, external_id text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -168,6 +178,23 @@ CREATE FUNCTION thumbs.redact_url(url text) RETURNS text
                      '\1:****@'),
       '([?&](X-Amz-Credential|X-Amz-Signature|X-Amz-Security-Token|AWSAccessKeyId|Signature)=)[^&#[:space:]"'']*',
       '\1****', 'g') END;
+$$;
+
+CREATE FUNCTION thumbs.replay_webhooks(since timestamp with time zone, url text DEFAULT NULL::text) RETURNS integer
+    LANGUAGE sql
+    AS $$
+  WITH replayed AS (
+    INSERT INTO thumbs.webhook_deliveries AS d (endpoint, event_id)
+    SELECT w.url, e.id
+      FROM thumbs.webhook_endpoints w, thumbs.event_log e
+     WHERE (replay_webhooks.url IS NULL OR w.url = replay_webhooks.url) AND w.disabled_at IS NULL
+       AND e.created_at >= since
+    ON CONFLICT (endpoint, event_id) DO UPDATE
+       SET state = 'pending', attempts = 0, next_attempt_at = now(), first_attempt_at = NULL,
+           delivered_at = NULL
+     WHERE d.state <> 'pending'
+    RETURNING 1)
+  SELECT count(*)::int FROM replayed;
 $$;
 
 CREATE FUNCTION thumbs.retry(job_id bigint) RETURNS boolean
@@ -482,6 +509,55 @@ CREATE TABLE thumbs.variants (
     created_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
+CREATE TABLE thumbs.webhook_deliveries (
+    id bigint NOT NULL,
+    endpoint text NOT NULL,
+    event_id bigint NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+    first_attempt_at timestamp with time zone,
+    lease_token uuid,
+    last_status integer,
+    last_error text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    delivered_at timestamp with time zone,
+    CONSTRAINT webhook_deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'given_up'::text, 'stopped'::text])))
+);
+
+ALTER TABLE thumbs.webhook_deliveries ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME thumbs.webhook_deliveries_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE thumbs.webhook_endpoints (
+    url text NOT NULL,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL,
+    cursor text,
+    disabled_at timestamp with time zone,
+    disabled_reason text
+);
+
+CREATE VIEW thumbs.webhook_overview AS
+ SELECT w.url,
+    w.registered_at,
+    w.disabled_at,
+    w.disabled_reason,
+    count(*) FILTER (WHERE (d.state = 'pending'::text)) AS pending,
+    count(*) FILTER (WHERE ((d.state = 'pending'::text) AND (d.next_attempt_at <= now()))) AS due,
+    count(*) FILTER (WHERE ((d.state = 'pending'::text) AND (d.attempts > 0))) AS retrying,
+    count(*) FILTER (WHERE (d.state = 'delivered'::text)) AS delivered,
+    count(*) FILTER (WHERE (d.state = 'given_up'::text)) AS given_up,
+    count(*) FILTER (WHERE (d.state = 'stopped'::text)) AS stopped,
+    min(d.created_at) FILTER (WHERE (d.state = 'pending'::text)) AS oldest_pending
+   FROM (thumbs.webhook_endpoints w
+     LEFT JOIN thumbs.webhook_deliveries d ON ((d.endpoint = w.url)))
+  GROUP BY w.url, w.registered_at, w.disabled_at, w.disabled_reason;
+
 CREATE VIEW thumbs.worker_overview AS
  SELECT w.id,
     w.host,
@@ -527,6 +603,15 @@ ALTER TABLE ONLY thumbs.schema_migrations
 ALTER TABLE ONLY thumbs.variants
     ADD CONSTRAINT variants_pkey PRIMARY KEY (job_id, name);
 
+ALTER TABLE ONLY thumbs.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_endpoint_event_id_key UNIQUE (endpoint, event_id);
+
+ALTER TABLE ONLY thumbs.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY thumbs.webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (url);
+
 ALTER TABLE ONLY thumbs.workers
     ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
 
@@ -556,6 +641,10 @@ CREATE INDEX photos_render_key_idx ON thumbs.photos USING btree (render_key, job
 
 CREATE UNIQUE INDEX photos_source_idx ON thumbs.photos USING btree (source_url, profile) WHERE (external_id IS NULL);
 
+CREATE INDEX webhook_deliveries_due_idx ON thumbs.webhook_deliveries USING btree (endpoint, next_attempt_at, id) WHERE (state = 'pending'::text);
+
+CREATE INDEX webhook_deliveries_event_idx ON thumbs.webhook_deliveries USING btree (event_id);
+
 CREATE TRIGGER jobs_source_key BEFORE INSERT OR UPDATE OF source_url ON thumbs.jobs FOR EACH ROW EXECUTE FUNCTION thumbs.set_source_key();
 
 ALTER TABLE ONLY thumbs.jobs
@@ -566,3 +655,9 @@ ALTER TABLE ONLY thumbs.photo_variants
 
 ALTER TABLE ONLY thumbs.variants
     ADD CONSTRAINT variants_job_id_fkey FOREIGN KEY (job_id) REFERENCES thumbs.jobs(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY thumbs.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_endpoint_fkey FOREIGN KEY (endpoint) REFERENCES thumbs.webhook_endpoints(url) ON DELETE CASCADE;
+
+ALTER TABLE ONLY thumbs.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_event_id_fkey FOREIGN KEY (event_id) REFERENCES thumbs.event_log(id) ON DELETE CASCADE;

@@ -41,9 +41,22 @@ final class WorkerMetrics: Sendable {
   private let queueJobs: [String: Gauge]
   private let queueReady: Gauge
   private let queueOldestReady: Gauge
+  private let webhookResults: [WebhookDeliveryOutcome.Result: Counter]
+  private let webhookLatency: Timer
 
   init(factory: any MetricsFactory) {
     self.factory = factory
+    webhookResults = Dictionary(
+      uniqueKeysWithValues: [
+        (WebhookDeliveryOutcome.Result.delivered, "delivered"), (.retry, "retried"), (.givenUp, "given_up"),
+        (.stopped, "stopped"),
+      ].map {
+        (
+          $0.0,
+          Counter(label: "thumbd_webhook_deliveries_total", dimensions: [("result", $0.1)], factory: factory)
+        )
+      })
+    webhookLatency = Timer(label: "thumbd_webhook_delivery_seconds", factory: factory)
     stages = Dictionary(
       uniqueKeysWithValues: Stage.allCases.map {
         ($0, Timer(label: "thumbd_stage_seconds", dimensions: [("stage", $0.rawValue)], factory: factory))
@@ -109,6 +122,12 @@ final class WorkerMetrics: Sendable {
   }
 
   func downloaded(bytes: Int) { downloadBytes.increment(by: bytes) }
+
+  /// A webhook POST's result; `latency`: for a delivery, seconds from the event to its 2xx.
+  func webhook(_ result: WebhookDeliveryOutcome.Result, latency: Double? = nil) {
+    webhookResults[result]?.increment()
+    if let latency { webhookLatency.recordNanoseconds(Int64(max(0, latency) * 1e9)) }
+  }
 
   /// A variant object stored (`bytes` sent when uploaded).
   func stored(_ result: Stored, bytes: Int) {

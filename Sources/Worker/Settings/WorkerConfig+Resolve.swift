@@ -89,6 +89,12 @@ extension WorkerConfig {
           message: "must be smaller than memory-budget (\(Write.size(memoryBudget))), which counts it")
       )
     }
+    if webhookURL != nil && webhookSecrets == nil {
+      errors.append(
+        OptionError(
+          key: "webhook-secret", source: sources["webhook-secret"] ?? .default,
+          message: "required with --webhook-url: deliveries are always signed"))
+    }
     // A connection may not take longer than the whole download it belongs to.
     fetch.connectTimeout = min(fetch.connectTimeout, fetch.totalTimeout)
   }

@@ -170,6 +170,37 @@ extension WorkerOption {
         settings.eventRetentionSeconds = seconds
       }, render: { Write.duration($0.eventRetentionSeconds) }),
     WorkerOption(
+      "webhook-url", .value(placeholder: "URL"), default: "none",
+      help: "POST every completion event here, signed (Standard Webhooks); needs --webhook-secret",
+      apply: { value, settings throws(OptionError.Problem) in
+        guard let components = URLComponents(string: value), ["http", "https"].contains(components.scheme),
+          components.host?.isEmpty == false
+        else { throw .init("'\(SourceURL.shown(value))' is not an http or https URL") }
+        settings.webhookURL = value
+      }, render: { $0.webhookURL.map(SourceURL.redacted) ?? "none" }),
+    WorkerOption(
+      "webhook-secret", .value(placeholder: "whsec_..."), secret: true, default: "none",
+      help:
+        "the key webhooks are signed with; several (space-separated) sign each delivery with each, for rotation",
+      apply: { value, settings throws(OptionError.Problem) in
+        do {
+          settings.webhookSecrets = try WebhookSecrets(parsing: value)
+        } catch {
+          throw .init("\(error)")
+        }
+      }, render: { $0.webhookSecrets?.masked ?? "none" }),
+    WorkerOption(
+      "webhook-allow-hosts", .value(placeholder: "LIST"), default: "none",
+      help: "hosts or CIDRs a webhook URL may reach despite the private-network block, comma-separated",
+      apply: { value, settings throws(OptionError.Problem) in
+        do {
+          settings.webhookAddressGuard = try AddressGuard(allowList: value)
+          settings.webhookAllowHosts = value
+        } catch {
+          throw .init("\(error)")
+        }
+      }, render: { $0.webhookAllowHosts }),
+    WorkerOption(
       "http-address", .value(placeholder: "HOST:PORT"),
       help: "where `/healthz`, `/readyz`, `/metrics` and `/debug/jobs` are served; `off` disables",
       apply: { value, settings throws(OptionError.Problem) in

@@ -1,0 +1,73 @@
+import Foundation
+import TestSupport
+import Testing
+import Transport
+
+/// Tests/Support/webhook-receiver.py on a free loopback port: verifies each delivery with the Standard
+/// Webhooks reference library (the test virtualenv's `standardwebhooks`) against its own secrets, and
+/// answers as told.
+final class WebhookReceiver: @unchecked Sendable {
+  let helper: HelperProcess
+  let port: Int
+  private let multi = CurlMulti()
+
+  init(secrets: [String]) throws {
+    let environment = ProcessInfo.processInfo.environment
+    let cache =
+      environment["XDG_CACHE_HOME"]
+      ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache").path
+    let venv = environment["THUMBD_TEST_VENV"] ?? cache + "/thumbd/test-venv"
+    let script = TestDatabase.repoRoot.appendingPathComponent("Tests/Support/webhook-receiver.py").path
+    helper = try HelperProcess(venv + "/bin/python", [script] + secrets.flatMap { ["--secret", $0] })
+    port = try helper.announcedPort()
+  }
+
+  var url: String { "http://127.0.0.1:\(port)/hook" }
+
+  /// The next `count` deliveries (nil: all) are answered `status` after `delay` seconds; no status:
+  /// 204 at once.
+  func answer(_ status: Int? = nil, count: Int? = nil, delay: Double = 0) async throws {
+    var query: [String] = []
+    if let status { query += ["status=\(status)", "delay=\(delay)"] }
+    if let count { query.append("count=\(count)") }
+    let response = try await multi.send(
+      HTTPRequest(method: .post, url: "http://127.0.0.1:\(port)/_mode?" + query.joined(separator: "&"))
+    ).get()
+    #expect(response.status == 204)
+  }
+
+  struct Received: Decodable {
+    struct Delivery: Decodable, Equatable {
+      var id: String
+      var type: String
+      var job_id: Int64
+      var external_id: String?
+      var source_url: String
+    }
+    var accepted: [Delivery]
+    var rejected: Int
+    var posts: Int
+    var answered: [String: Int]
+  }
+
+  func received() async throws -> Received {
+    let response = try await multi.send(HTTPRequest(method: .get, url: "http://127.0.0.1:\(port)/_received"))
+      .get()
+    return try JSONDecoder().decode(Received.self, from: Data(response.body))
+  }
+
+  /// What was received once `done` holds, or after `timeout` seconds.
+  func received(until done: (Received) -> Bool, timeout: Double = 30) async throws -> Received {
+    let deadline = ContinuousClock.now + .seconds(timeout)
+    while true {
+      let now = try await received()
+      if done(now) || ContinuousClock.now > deadline { return now }
+      try await Task.sleep(for: .milliseconds(100))
+    }
+  }
+
+  deinit {
+    let multi = multi
+    Task { await multi.shutdown() }
+  }
+}
