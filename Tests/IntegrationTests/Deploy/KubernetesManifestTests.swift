@@ -6,7 +6,7 @@ import Worker
 import Yams
 
 /// deploy/k8s: every manifest parses, the Deployment's probes, grace and memory fit the worker's
-/// configuration, and the KEDA trigger's query counts exactly the ready jobs of a real database.
+/// configuration, and the KEDA trigger's query counts exactly the ready jobs and due webhook deliveries of a real database.
 struct KubernetesManifestTests {
   static let folder = TestDatabase.repoRoot.appendingPathComponent("deploy/k8s")
 
@@ -150,12 +150,29 @@ struct KubernetesManifestTests {
         [state, id])
     }
     #expect(try sql(database, query).rows == [["5"]])
+    // Webhook deliveries due now count too (a fleet at zero must wake for them); one waiting out its
+    // backoff, one delivered and one to an endpoint that is off do not.
+    let setUp = try PostgresConnection(conninfo: database)
+    defer { setUp.close() }
+    try setUp.execute(
+      script: """
+        INSERT INTO thumbs.webhook_endpoints (url, disabled_at) VALUES ('https://on.example/hook', NULL),
+          ('https://off.example/hook', now());
+        INSERT INTO thumbs.event_log (job_id, kind, profile) SELECT g, 'succeeded', 'default' FROM generate_series(1, 5) g;
+        INSERT INTO thumbs.webhook_deliveries (endpoint, event_id, state, next_attempt_at)
+        SELECT u, e, s, t FROM (VALUES ('https://on.example/hook', 1, 'pending', now() - interval '1 second'),
+                                       ('https://on.example/hook', 2, 'pending', now() - interval '1 second'),
+                                       ('https://on.example/hook', 3, 'pending', now() + interval '1 hour'),
+                                       ('https://on.example/hook', 4, 'delivered', now()),
+                                       ('https://off.example/hook', 5, 'pending', now())) AS v(u, e, s, t)
+        """)
+    #expect(try sql(database, query).rows == [["7"]])
     // The ready-jobs index can serve it (so no scan of finished jobs however many there are); sequential
     // scans are switched off because a table this small would be read whole anyway.
     let connection = try PostgresConnection(conninfo: database)
     defer { connection.close() }
     try connection.execute(script: "SET enable_seqscan = off")
     let plan = try connection.query("EXPLAIN \(query)").rows.map { $0[0] ?? "" }.joined(separator: "\n")
-    #expect(plan.contains("jobs_ready_idx"), "\(plan)")
+    #expect(plan.contains("jobs_ready_idx") && plan.contains("webhook_deliveries_due_idx"), "\(plan)")
   }
 }
