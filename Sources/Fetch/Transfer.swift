@@ -23,8 +23,9 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
     guard let easy = CurlEasy() else { throw JobError(.internalError, "curl_easy_init failed") }
     self.easy = easy
     state = TransferState(
-      handle: easy.handle, maxBytes: limits.maxBytes, addressGuard: addressGuard,
-      host: URLComponents(string: url)?.host, cancellation: cancellation, memory: memory)
+      handle: easy.handle, maxBytes: limits.maxBytes,
+      addressCheck: AddressCheck(permits: addressGuard.policy(host: URLComponents(string: url)?.host)),
+      cancellation: cancellation, memory: memory)
     let userdata = Unmanaged.passUnretained(state).toOpaque()
     easy.setRequestBasics(
       url: url, connectTimeout: limits.connectTimeout, timeout: timeout, userAgent: limits.userAgent)
@@ -55,10 +56,7 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_WRITEDATA, userdata)
     _ = thumbd_curl_setopt_header_function(easy.handle, readHeader)
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_HEADERDATA, userdata)
-    _ = thumbd_curl_setopt_opensocket_function(easy.handle, openCheckedSocket)
-    _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_OPENSOCKETDATA, userdata)
-    _ = thumbd_curl_setopt_prereq_function(easy.handle, checkConnectedAddress)
-    _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_PREREQDATA, userdata)
+    state.addressCheck.install(on: easy)
     // No progress callback for cancellation: CurlMulti removes a cancelled transfer itself, at once.
   }
 
@@ -74,7 +72,7 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
     }
     // Only when the transfer failed: a host with several addresses may have had one refused and
     // connected to another that is allowed.
-    if code != CURLE_OK, let blocked = state.blockedAddress {
+    if code != CURLE_OK, let blocked = state.addressCheck.blockedAddress {
       return .failure(
         TransferFailure(
           JobError(.blockedSource, "\(shortURL) connects to \(blocked), a private or reserved address")))

@@ -11,8 +11,8 @@ import Transport
 final class TransferState: @unchecked Sendable {
   let handle: UnsafeMutableRawPointer
   let maxBytes: Int
-  let addressGuard: AddressGuard
-  let host: String?
+  /// Holds every connection to the address guard; its refusal, if any, is the transfer's error.
+  let addressCheck: AddressCheck
   let cancellation: TransferCancellation
   /// What the body is counted against (nil: no memory budget).
   let reservation: BodyReservation?
@@ -22,21 +22,19 @@ final class TransferState: @unchecked Sendable {
   /// The thread running this transfer, which resumes it when memory comes back (set before it starts).
   var multi: CurlMulti?
   var overLimit = false
-  var blockedAddress: String?
   // Headers of the last response (a redirect's headers are forgotten when the next response starts).
   var retryAfter: String?
   var etag: String?
   var lastModified: String?
 
   init(
-    handle: UnsafeMutableRawPointer, maxBytes: Int, addressGuard: AddressGuard, host: String?,
+    handle: UnsafeMutableRawPointer, maxBytes: Int, addressCheck: AddressCheck,
     cancellation: TransferCancellation, memory: AdmissionGate?
   ) {
     self.reservation = memory.map(BodyReservation.init)
     self.handle = handle
     self.maxBytes = maxBytes
-    self.addressGuard = addressGuard
-    self.host = host
+    self.addressCheck = addressCheck
     self.cancellation = cancellation
   }
 
@@ -105,31 +103,4 @@ let readHeader: thumbd_curl_data_callback = { data, size, count, userdata in
   case .field, .other: break
   }
   return length
-}
-
-/// Runs before curl opens each socket, with the address it is about to connect to (after DNS, for the
-/// first request and every redirect): a blocked address is refused before a single packet goes out, so
-/// an unroutable target such as 10.0.0.1 fails at once instead of waiting out the connect timeout.
-let openCheckedSocket: thumbd_curl_opensocket_callback = { userdata, _, address in
-  let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
-  guard let address else { return -1 }
-  let text = ipText(family: address.pointee.family, address: &address.pointee.addr)
-  guard let text, let ip = IPAddress(text), state.addressGuard.permits(address: ip, host: state.host) else {
-    state.blockedAddress = text ?? "an address of family \(address.pointee.family)"
-    return -1  // CURL_SOCKET_BAD: curl gives up on this address (CURLE_COULDNT_CONNECT)
-  }
-  return socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
-}
-
-/// Runs after connecting and before sending each request (also after every redirect), with the address
-/// actually connected to. The socket check above already refused blocked addresses; this second look also
-/// covers a reused connection and anything curl connects through without opening a socket callback.
-let checkConnectedAddress: thumbd_curl_prereq_callback = { userdata, primaryIP, _, _, _ in
-  let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
-  let text = primaryIP.map { String(cString: $0) } ?? ""
-  guard let address = IPAddress(text), state.addressGuard.permits(address: address, host: state.host) else {
-    state.blockedAddress = text
-    return thumbd_curl_prereq_abort()
-  }
-  return thumbd_curl_prereq_ok()
 }

@@ -77,7 +77,9 @@ extension CurlMulti {
     if Task.isCancelled { call.cancellation.cancel() }
     guard code == CURLE_OK, !call.cancellation.isCancelled else {
       var reason = call.cancellation.isCancelled ? "cancelled" : String(cString: curl_easy_strerror(code))
-      if let blocked = call.blockedAddress { reason = "\(blocked) is a private or reserved address" }
+      if let blocked = call.addressCheck?.blockedAddress {
+        reason = "\(blocked) is a private or reserved address"
+      }
       let failed = call.cancellation.isCancelled ? CURLE_ABORTED_BY_CALLBACK : code
       return .failure(HTTPTransportError(code: failed, description: "\(request.method.rawValue): \(reason)"))
     }
@@ -100,15 +102,14 @@ final class HTTPCall: CurlTransfer, @unchecked Sendable {
   private let maxResponseBytes: Int
   var response: [UInt8] = []
   var responseHeaders: [String: String] = [:]
-  let permitsAddress: (@Sendable (String) -> Bool)?
-  /// The address the check refused, if it refused one.
-  var blockedAddress: String?
+  /// Holds the connections to `request.permitsAddress`, when it is set.
+  let addressCheck: AddressCheck?
 
   init?(_ request: HTTPRequest) {
     guard let easy = CurlEasy() else { return nil }
     self.easy = easy
     maxResponseBytes = request.maxResponseBytes
-    permitsAddress = request.permitsAddress
+    addressCheck = request.permitsAddress.map(AddressCheck.init)
     body = .allocate(byteCount: max(request.body.count, 1), alignment: 1)
     request.body.withUnsafeBytes { body.copyMemory(from: $0) }
     let userdata = Unmanaged.passUnretained(self).toOpaque()
@@ -139,10 +140,7 @@ final class HTTPCall: CurlTransfer, @unchecked Sendable {
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_WRITEDATA, userdata)
     _ = thumbd_curl_setopt_header_function(easy.handle, collectHeader)
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_HEADERDATA, userdata)
-    if request.permitsAddress != nil {
-      _ = thumbd_curl_setopt_opensocket_function(easy.handle, openCheckedSocket)
-      _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_OPENSOCKETDATA, userdata)
-    }
+    addressCheck?.install(on: easy)
   }
 
   deinit {
@@ -180,17 +178,4 @@ private let collectHeader: thumbd_curl_data_callback = { data, size, count, user
   guard let data else { return length }
   call.header(HeaderLine(UnsafeRawBufferPointer(start: data, count: length)))
   return length
-}
-
-/// Runs before curl opens each socket, with the address it is about to connect to: a refused address
-/// fails the request before a packet goes out.
-private let openCheckedSocket: thumbd_curl_opensocket_callback = { userdata, _, address in
-  let call = Unmanaged<HTTPCall>.fromOpaque(userdata!).takeUnretainedValue()
-  guard let address else { return -1 }
-  let text = ipText(family: address.pointee.family, address: &address.pointee.addr)
-  guard let text, call.permitsAddress?(text) ?? true else {
-    call.blockedAddress = text ?? "an address of family \(address.pointee.family)"
-    return -1  // CURL_SOCKET_BAD
-  }
-  return socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
 }

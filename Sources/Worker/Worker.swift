@@ -165,7 +165,8 @@ public final class Worker: Sendable {
       add("event-listener") { ListenerService(listener: events, wake: wake, pool: pool, activity: $0) }
       add("webhooks") {
         WebhookSender(
-          queue: queue, url: url, secrets: secrets, addressGuard: config.webhookAddressGuard,
+          queue: queue, url: url, secrets: secrets,
+          permitsAddress: config.webhookAddressGuard.policy(host: URLComponents(string: url)?.host),
           settings: config.webhookDelivery, multi: multi, wake: wake, metrics: metrics, logger: logger,
           activity: $0)
       }

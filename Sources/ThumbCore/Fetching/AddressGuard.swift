@@ -43,6 +43,12 @@ public struct AddressGuard: Sendable {
     "::/128", "::1/128", "64:ff9b:1::/48", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
   ].map { IPNetwork(cidr: $0)! }
 
+  /// The check for connections of one URL naming `host`: whether the numeric address curl is about to
+  /// use is allowed (text that is not an address is not).
+  public func policy(host: String?) -> @Sendable (String) -> Bool {
+    { text in IPAddress(text).map { permits(address: $0, host: host) } ?? false }
+  }
+
   /// Whether connecting to `address` (for a URL naming `host`) is allowed.
   public func permits(address: IPAddress, host: String?) -> Bool {
     if let host, allowedHosts.contains(host.lowercased()) { return true }

@@ -27,7 +27,8 @@ struct WebhookSender: Service {
   let queue: JobQueue
   let url: String
   let secrets: WebhookSecrets
-  let addressGuard: AddressGuard
+  /// The private-network block for the URL's host (`AddressGuard.policy`).
+  let permitsAddress: @Sendable (String) -> Bool
   let settings: WebhookDeliverySettings
   let multi: CurlMulti
   let wake: WakeSignal
@@ -106,11 +107,7 @@ struct WebhookSender: Service {
     request.timeout = settings.timeout
     request.connectTimeout = min(5, settings.timeout)
     request.maxResponseBytes = 4096
-    let host = URLComponents(string: url)?.host
-    request.permitsAddress = { [addressGuard] text in
-      guard let address = IPAddress(text) else { return false }
-      return addressGuard.permits(address: address, host: host)
-    }
+    request.permitsAddress = permitsAddress
     let answer: WebhookRetry.Answer
     switch await multi.send(request) {
     case .success(let response): answer = .status(response.status)
