@@ -105,12 +105,8 @@ extension WorkerOption {
       "allow-hosts", .value(placeholder: "LIST"), default: "none",
       help: "hosts or CIDRs exempt from the private-network block, comma-separated",
       apply: { value, settings throws(OptionError.Problem) in
-        do {
-          settings.addressGuard = try AddressGuard(allowList: value)
-          settings.allowHosts = value
-        } catch {
-          throw .init("\(error)")
-        }
+        settings.addressGuard = try Read.allowList(value)
+        settings.allowHosts = value
       }, render: { $0.allowHosts }),
     WorkerOption(
       "original-cache", .value(placeholder: "SIZE"), default: "an eighth of the memory budget",
@@ -155,19 +151,13 @@ extension WorkerOption {
       "retention", .value(placeholder: "DURATION"),
       help: "delete finished jobs (and their variant rows) older than this, e.g. 7d or 12h; 0 keeps them",
       apply: { value, settings throws(OptionError.Problem) in
-        guard let seconds = TimeSpan.parseSeconds(value) else {
-          throw .init("'\(value)' is not a duration such as 7d, 12h, 30m or 0")
-        }
-        settings.retentionSeconds = seconds
+        settings.retentionSeconds = try Read.duration(value)
       }, render: { Write.duration($0.retentionSeconds) }),
     WorkerOption(
       "event-retention", .value(placeholder: "DURATION"),
       help: "delete completion events (thumbs.events) older than this, e.g. 30d; 0 keeps them",
       apply: { value, settings throws(OptionError.Problem) in
-        guard let seconds = TimeSpan.parseSeconds(value) else {
-          throw .init("'\(value)' is not a duration such as 30d, 12h, 30m or 0")
-        }
-        settings.eventRetentionSeconds = seconds
+        settings.eventRetentionSeconds = try Read.duration(value)
       }, render: { Write.duration($0.eventRetentionSeconds) }),
     WorkerOption(
       "webhook-url", .value(placeholder: "URL"), default: "none",
@@ -193,12 +183,8 @@ extension WorkerOption {
       "webhook-allow-hosts", .value(placeholder: "LIST"), default: "none",
       help: "hosts or CIDRs a webhook URL may reach despite the private-network block, comma-separated",
       apply: { value, settings throws(OptionError.Problem) in
-        do {
-          settings.webhookAddressGuard = try AddressGuard(allowList: value)
-          settings.webhookAllowHosts = value
-        } catch {
-          throw .init("\(error)")
-        }
+        settings.webhookAddressGuard = try Read.allowList(value)
+        settings.webhookAllowHosts = value
       }, render: { $0.webhookAllowHosts }),
     WorkerOption(
       "http-address", .value(placeholder: "HOST:PORT"),

@@ -125,6 +125,23 @@ enum Read {
     return bytes
   }
 
+  /// A duration such as 7d, 12h or 30m, in seconds; 0 too.
+  static func duration(_ text: String) throws(OptionError.Problem) -> Double {
+    guard let seconds = TimeSpan.parseSeconds(text) else {
+      throw .init("'\(text)' is not a duration such as 7d, 12h, 30m or 0")
+    }
+    return seconds
+  }
+
+  /// Hosts and CIDRs, comma-separated, exempt from the private-network block.
+  static func allowList(_ text: String) throws(OptionError.Problem) -> AddressGuard {
+    do {
+      return try AddressGuard(allowList: text)
+    } catch {
+      throw .init("\(error)")
+    }
+  }
+
   static func bool(_ text: String) throws(OptionError.Problem) -> Bool {
     switch text.lowercased().trimmingCharacters(in: .whitespaces) {
     case "1", "true", "yes", "on": return true
