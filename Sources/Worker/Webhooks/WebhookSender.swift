@@ -71,10 +71,15 @@ struct WebhookSender: Service {
     }
   }
 
+  /// Events one dispatch statement queues deliveries for (it runs again while it finds that many).
+  private static let eventsPerDispatch = 500
+
   /// Queues deliveries for new events, then sends what is due; returns how many it sent.
   private func round() async throws(PostgresError) -> Int {
     activity.awaiting("the webhook cursor")
-    while try await queue.dispatchWebhookEvents(url: url, maxEvents: 500).passed == 500 {}
+    while try await queue.dispatchWebhookEvents(url: url, maxEvents: Self.eventsPerDispatch).passed
+      == Self.eventsPerDispatch
+    {}
     activity.awaiting("due webhook deliveries")
     let due = try await queue.leaseWebhookDeliveries(
       url: url, limit: settings.batch, leaseSeconds: settings.leaseSeconds)
@@ -96,8 +101,7 @@ struct WebhookSender: Service {
     let body = Array(
       #"{"type":"thumbnail.\#(delivery.kind)","timestamp":"\#(Self.iso8601(delivery.createdEpoch))","data":\#(delivery.payload)}"#
         .utf8)
-    let now = Date().timeIntervalSince1970
-    let timestamp = Int(now)
+    let timestamp = Int(Date().timeIntervalSince1970)
     var request = HTTPRequest(
       method: .post, url: url,
       headers: [
