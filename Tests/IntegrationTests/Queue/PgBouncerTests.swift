@@ -109,7 +109,9 @@ struct PgBouncerTests {
       }
       return try await group.reduce(0, +)
     }
+    // The sampler's last look must end before the test's own connection below could be counted.
     sampler.cancel()
+    await sampler.value
     #expect(totals == jobs)
     let states = try sql(database, "SELECT state, count(*) FROM thumbs.jobs GROUP BY state").rows
     #expect(states == [["succeeded", "\(jobs)"]])
