@@ -73,7 +73,7 @@ let package = Package(
     .target(
       name: "Fetch",
       dependencies: [
-        "ThumbCore", "Blocking", "Admission", "Hashing", "CCurlShim", "Transport",
+        "ThumbCore", "Blocking", "Admission", "Hashing", "CCurlShim", "Transport", "Storage",
         .product(name: "Logging", package: "swift-log"),
       ],
       swiftSettings: strict),

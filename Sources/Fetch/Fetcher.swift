@@ -78,15 +78,18 @@ public struct Fetcher: Sendable {
   public var memory: AdmissionGate?
   /// The transfer thread (a worker's own; `shared` otherwise).
   public var multi: CurlMulti
+  /// Where `s3://` originals may be read from, and with what (nil: they are refused, `blocked_source`).
+  public var sources: S3Sources?
 
   public init(
     limits: FetchLimits, addressGuard: AddressGuard, memory: AdmissionGate? = nil,
-    multi: CurlMulti = .shared
+    multi: CurlMulti = .shared, sources: S3Sources? = nil
   ) {
     self.limits = limits
     self.addressGuard = addressGuard
     self.memory = memory
     self.multi = multi
+    self.sources = sources
   }
 
   /// Fetches `url`, retrying transient failures (connection errors, timeouts, 5xx, 408, 429) with backoff
@@ -99,7 +102,7 @@ public struct Fetcher: Sendable {
   ) async throws(JobError)
     -> FetchResult
   {
-    try Self.checkScheme(url)
+    let signed = try signedGet(url)
     let cancellation = TransferCancellation()
     let deadline = ContinuousClock.now + .milliseconds(Int(limits.totalTimeout * 1000))
     var tryNumber = 0
@@ -110,7 +113,8 @@ public struct Fetcher: Sendable {
         throw JobError(.timeout, "\(SourceURL.shown(url)): no answer within \(limits.totalTimeout) s")
       }
       let transfer = try Transfer(
-        url: url, validators: validators, limits: limits, addressGuard: addressGuard, timeout: secondsLeft,
+        url: url, signed: signed, validators: validators, limits: limits, addressGuard: addressGuard,
+        timeout: secondsLeft,
         cancellation: cancellation, memory: memory)
       let code = await multi.perform(transfer)
       if Task.isCancelled { cancellation.cancel() }
@@ -122,6 +126,10 @@ public struct Fetcher: Sendable {
         // and the multi thread may still hold the transfer a moment after it resumed us.
         transfer.state.discardBody()
         failure = error
+      }
+      if failure.needsProbe, let sources, let bucket = S3Sources.object(in: url)?.bucket {
+        throw await Self.resolveAccessDenied(
+          failure.error, of: url, bucket: bucket, sources: sources, multi: multi)
       }
       guard failure.retryable, !cancellation.isCancelled else { throw failure.error }
       let decision = limits.retry.decide(
@@ -148,10 +156,36 @@ public struct Fetcher: Sendable {
     }
   }
 
-  static func checkScheme(_ url: String) throws(JobError) {
+  /// Refuses every scheme but http, https and (with source buckets) s3; for `s3://`, the signed GET
+  /// that reads it.
+  func signedGet(_ url: String) throws(JobError) -> SignedGet? {
     let lower = url.lowercased()
-    guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
-      throw JobError(.blockedSource, "only http and https URLs are fetched: \(SourceURL.shown(url))")
+    if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return nil }
+    if lower.hasPrefix("s3://") {
+      guard let sources, !sources.buckets.isEmpty else {
+        throw JobError(
+          .blockedSource,
+          "\(SourceURL.shown(url)): this worker reads no buckets (--source-buckets is not set)")
+      }
+      return try sources.request(for: url)
     }
+    throw JobError(.blockedSource, "only http, https and s3 URLs are fetched: \(SourceURL.shown(url))")
+  }
+
+  /// An AccessDenied for one original: if the bucket answers a missing key as missing, the credentials
+  /// reach it and only this object is refused (a bucket policy or an ACL: `http_error`, final);
+  /// otherwise it is the credentials' refusal, which defers the job (`storage_refused`).
+  static func resolveAccessDenied(
+    _ refusal: JobError, of url: String, bucket: String, sources: S3Sources, multi: CurlMulti
+  ) async -> JobError {
+    do throws(JobError) {
+      try await sources.checkBucket(bucket, multi: multi)
+    } catch {
+      return refusal
+    }
+    return JobError(
+      .httpError,
+      "\(SourceURL.shown(url)) answered HTTP 403 AccessDenied while its bucket answers this worker: the object itself is refused (a bucket policy or its ACL)"
+    )
   }
 }

@@ -14,26 +14,42 @@ import Transport
 final class Transfer: CurlTransfer, @unchecked Sendable {
   let easy: CurlEasy
   let state: TransferState
+  /// An original in object storage (`s3://`): its answers are S3's (NoSuchKey, AccessDenied, ...).
+  let fromObjectStorage: Bool
   var cancellation: TransferCancellation { state.cancellation }
 
+  /// `signed`: an `s3://` original, read at its HTTP URL with SigV4 from the operator's own endpoint
+  /// (no address check, no redirects); nil: `url` itself, under every guard.
   init(
-    url: String, validators: Validators?, limits: FetchLimits, addressGuard: AddressGuard,
-    timeout: Double, cancellation: TransferCancellation, memory: AdmissionGate?
+    url: String, signed: SignedGet? = nil, validators: Validators?, limits: FetchLimits,
+    addressGuard: AddressGuard, timeout: Double, cancellation: TransferCancellation, memory: AdmissionGate?
   ) throws(JobError) {
     guard let easy = CurlEasy() else { throw JobError(.internalError, "curl_easy_init failed") }
     self.easy = easy
+    fromObjectStorage = signed != nil
+    let policy =
+      signed == nil ? addressGuard.policy(host: URLComponents(string: url)?.host) : { @Sendable _ in true }
     state = TransferState(
-      handle: easy.handle, maxBytes: limits.maxBytes,
-      addressCheck: AddressCheck(permits: addressGuard.policy(host: URLComponents(string: url)?.host)),
+      handle: easy.handle, maxBytes: limits.maxBytes, addressCheck: AddressCheck(permits: policy),
       cancellation: cancellation, memory: memory)
     let userdata = Unmanaged.passUnretained(state).toOpaque()
     easy.setRequestBasics(
-      url: url, connectTimeout: limits.connectTimeout, timeout: timeout, userAgent: limits.userAgent)
-    // Only http and https, for the first request and for every redirect: file://, gopher:// and the
-    // rest of curl's protocols end as CURLE_UNSUPPORTED_PROTOCOL.
-    easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-    easy.set(CURLOPT_FOLLOWLOCATION, 1)
-    easy.set(CURLOPT_MAXREDIRS, limits.maxRedirects)
+      url: signed?.url ?? url, connectTimeout: limits.connectTimeout, timeout: timeout,
+      userAgent: limits.userAgent)
+    var headers: [String] = []
+    if let signed {
+      // S3 answers a wrong region or endpoint with a redirect: a refusal to report, not to follow.
+      easy.set(CURLOPT_AWS_SIGV4, signed.signing.scope)
+      easy.set(CURLOPT_USERNAME, signed.signing.accessKey)
+      easy.set(CURLOPT_PASSWORD, signed.signing.secretKey)
+      headers += signed.headers
+    } else {
+      // Only http and https, for the first request and for every redirect: file://, gopher:// and the
+      // rest of curl's protocols end as CURLE_UNSUPPORTED_PROTOCOL.
+      easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+      easy.set(CURLOPT_FOLLOWLOCATION, 1)
+      easy.set(CURLOPT_MAXREDIRS, limits.maxRedirects)
+    }
     easy.set(CURLOPT_LOW_SPEED_LIMIT, limits.lowSpeedBytesPerSecond)
     easy.set(CURLOPT_LOW_SPEED_TIME, limits.lowSpeedSeconds)
     // Refuses a Content-Length over the cap before any body arrives; the write callback enforces the
@@ -47,11 +63,10 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
     // downloads for its full 6 s). Without it a new transfer multiplexes onto an HTTP/2 connection that
     // is already up, and otherwise opens its own.
     if let validators {
-      var headers: [String] = []
       if let etag = validators.etag { headers.append("If-None-Match: \(etag)") }
       if let date = validators.lastModified { headers.append("If-Modified-Since: \(date)") }
-      easy.setHeaders(headers)
     }
+    if !headers.isEmpty { easy.setHeaders(headers) }
     _ = thumbd_curl_setopt_write_function(easy.handle, writeBody)
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_WRITEDATA, userdata)
     _ = thumbd_curl_setopt_header_function(easy.handle, readHeader)
@@ -107,11 +122,14 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
     case 200..<300:
       let original = FetchedOriginal(
         bytes: state.body, contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
-        effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? url, validators: validators,
+        effectiveURL: fromObjectStorage ? url : easy.info(string: CURLINFO_EFFECTIVE_URL) ?? url,
+        validators: validators,
         hold: state.reservation?.seal(), memoryPauses: state.memoryPauses)
       return .success(.downloaded(original))
     case 304:
       return .success(.notModified(validators))
+    case _ where fromObjectStorage:
+      return .failure(S3Sources.failure(status: status, body: state.body, url: url))
     case 404, 410:
       return .failure(TransferFailure(JobError(.notFound, "\(shortURL) answered HTTP \(status)")))
     case 408, 429, 500..<600:
@@ -148,6 +166,9 @@ struct TransferFailure: Error {
   var error: JobError
   var retryable = false
   var retryAfterSeconds: Double?
+  /// An object storage's AccessDenied: about this object, or about the credentials? Asking the bucket
+  /// for a missing key tells (S3Sources.checkBucket).
+  var needsProbe = false
 
   init(_ error: JobError, retryable: Bool = false, retryAfterSeconds: Double? = nil) {
     self.error = error

@@ -7,6 +7,10 @@ public struct WorkerRecord: Sendable {
   public var concurrency: Int
   public var memoryBudget: Int
   public var leaseSeconds: Double
+  /// The schemes of source URLs this worker reads. A worker that does not list `s3` is not given
+  /// `s3://` jobs (a trigger skips them at lease): so during a rolling upgrade, workers of a release
+  /// without them leave those jobs to the others.
+  public var sourceSchemes = ["http", "https", "s3"]
 
   public init(
     id: String, host: String, pid: Int, version: String, concurrency: Int, memoryBudget: Int,
@@ -60,7 +64,8 @@ extension JobQueue {
         concurrency: worker.concurrency, memoryBudget: Int64(worker.memoryBudget),
         leaseSeconds: worker.leaseSeconds, state: stopping ? "stopping" : "running",
         jobsSucceeded: Int64(counters.succeeded), jobsFailed: Int64(counters.failed),
-        jobsRetried: Int64(counters.retried), leasesLost: Int64(counters.leaseLost)))
+        jobsRetried: Int64(counters.retried), leasesLost: Int64(counters.leaseLost),
+        sourceSchemes: worker.sourceSchemes))
   }
 
   /// Removes the worker's row at a clean exit.

@@ -62,7 +62,8 @@ public final class S3Store: ThumbnailStore {
   public func location(of key: String) -> String { location.url(of: key) }
 
   static let cacheControl = "public, max-age=31536000, immutable"
-  static let emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+  /// The SHA-256 of an empty payload, S3's `x-amz-content-sha256` for a request without a body.
+  public static let emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
   public func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> StoreOutcome {
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
@@ -150,7 +151,7 @@ public final class S3Store: ThumbnailStore {
   }
 
   /// What an operator should look at for a refusal.
-  static func advice(_ code: String) -> String {
+  public static func advice(_ code: String) -> String {
     switch code {
     case "NoSuchBucket": return "the bucket does not exist (check --storage and --s3-endpoint)"
     case "SignatureDoesNotMatch": return "the secret key is wrong (AWS_SECRET_ACCESS_KEY)"

@@ -153,7 +153,11 @@ public final class Worker: Sendable {
     }
     if let store {
       readiness.expectStorageCheck()
-      add("storage") { StorageCheck(store: store, readiness: readiness, logger: logger, activity: $0) }
+      add("storage") {
+        StorageCheck(
+          store: store, sources: config.s3Sources, multi: multi, readiness: readiness, logger: logger,
+          activity: $0)
+      }
     }
     add("listener") { ListenerService(listener: listener, wake: runner.wake, pool: pool, activity: $0) }
     var webhookQueue: JobQueue?
@@ -229,7 +233,8 @@ public final class Worker: Sendable {
   /// originals back when a decode lacks memory.
   private func makeOriginalSource(pool: BlockingPool, multi: CurlMulti) -> OriginalSource {
     let fetcher = Fetcher(
-      limits: config.fetch, addressGuard: config.addressGuard, memory: memory, multi: multi)
+      limits: config.fetch, addressGuard: config.addressGuard, memory: memory, multi: multi,
+      sources: config.s3Sources)
     var settings = config.originals
     settings.cacheBytes = config.effectiveOriginalCacheBytes
     return OriginalSource(fetcher: fetcher, settings: settings, hashingOn: pool)

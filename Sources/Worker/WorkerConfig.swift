@@ -27,6 +27,21 @@ public struct WorkerConfig: Sendable {
     settings.s3Credentials = s3Credentials
     return settings
   }
+  /// The buckets `s3://` originals may be read from (`--source-buckets`), with the storage's endpoint,
+  /// region, addressing and credentials.
+  public var sourceBuckets: [String] = []
+
+  /// How `s3://` originals are read; nil when no bucket is named (they are refused).
+  public var s3Sources: S3Sources? {
+    guard let first = sourceBuckets.first else { return nil }
+    // The endpoint as the storage reads it (scheme://host[:port], no path).
+    let endpoint = try? S3Location.parse(
+      "s3://\(first)", endpoint: s3Endpoint, region: s3Region, pathStyle: s3PathStyle
+    ).get().endpoint
+    return S3Sources(
+      buckets: Set(sourceBuckets), endpoint: endpoint ?? s3Endpoint, region: s3Region,
+      pathStyle: s3PathStyle, credentials: s3Credentials)
+  }
   public var concurrency: Int = 2
   public var memoryBudget: Int = 256 * 1024 * 1024
   public var drain = false

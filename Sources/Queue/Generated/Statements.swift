@@ -7,28 +7,29 @@
 public enum SQL {
   /// Registers a worker or refreshes its thumbs.workers row (heartbeat time, state, counters). An upsert,
   /// so a worker whose row expired while it was frozen or cut off comes back once it can reach the
-  /// database again.
+  /// database again. source_schemes: the schemes of source URLs it reads (a worker of a release that does
+  /// not say reads http and https only, and is not given s3:// jobs: migration 0012).
   public enum AnnounceWorker: TypedStatement {
     public static let statement = SQLStatement(
       name: "announce_worker",
       text: #"""
         INSERT INTO thumbs.workers AS w
                (id, host, pid, version, concurrency, memory_budget, lease_ttl, state,
-                jobs_succeeded, jobs_failed, jobs_retried, leases_lost)
+                jobs_succeeded, jobs_failed, jobs_retried, leases_lost, source_schemes)
         VALUES ($1, $2, $3::int, $4, $5::int, $6::bigint, make_interval(secs => $7::float8), $8,
-                $9::bigint, $10::bigint, $11::bigint, $12::bigint)
+                $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::text[])
         ON CONFLICT (id) DO UPDATE
            SET last_heartbeat_at = now(), state = excluded.state, jobs_succeeded = excluded.jobs_succeeded,
                jobs_failed = excluded.jobs_failed, jobs_retried = excluded.jobs_retried,
-               leases_lost = excluded.leases_lost
+               leases_lost = excluded.leases_lost, source_schemes = excluded.source_schemes
         """#,
       parameters: [
         "id", "host", "pid", "version", "concurrency", "memory_budget", "lease_seconds", "state",
-        "jobs_succeeded", "jobs_failed", "jobs_retried", "leases_lost",
+        "jobs_succeeded", "jobs_failed", "jobs_retried", "leases_lost", "source_schemes",
       ],
       parameterTypes: [
         "text", "text", "int", "text", "int", "bigint", "float8", "text", "bigint", "bigint", "bigint",
-        "bigint",
+        "bigint", "text[]",
       ],
       columns: [],
       columnTypes: [])
@@ -46,11 +47,12 @@ public enum SQL {
       public var jobsFailed: Int64
       public var jobsRetried: Int64
       public var leasesLost: Int64
+      public var sourceSchemes: [String]
 
       public init(
         id: String, host: String, pid: Int, version: String, concurrency: Int, memoryBudget: Int64,
         leaseSeconds: Double, state: String, jobsSucceeded: Int64, jobsFailed: Int64, jobsRetried: Int64,
-        leasesLost: Int64
+        leasesLost: Int64, sourceSchemes: [String]
       ) {
         self.id = id
         self.host = host
@@ -64,6 +66,7 @@ public enum SQL {
         self.jobsFailed = jobsFailed
         self.jobsRetried = jobsRetried
         self.leasesLost = leasesLost
+        self.sourceSchemes = sourceSchemes
       }
 
       public var values: [String?] {
@@ -71,7 +74,7 @@ public enum SQL {
           id.postgresText, host.postgresText, pid.postgresText, version.postgresText,
           concurrency.postgresText, memoryBudget.postgresText, leaseSeconds.postgresText, state.postgresText,
           jobsSucceeded.postgresText, jobsFailed.postgresText, jobsRetried.postgresText,
-          leasesLost.postgresText,
+          leasesLost.postgresText, PostgresArray.literal(sourceSchemes),
         ]
       }
     }

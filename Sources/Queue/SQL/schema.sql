@@ -127,6 +127,18 @@ CREATE FUNCTION thumbs.expire_workers() RETURNS integer
   SELECT count(*)::int FROM gone;
 $$;
 
+CREATE FUNCTION thumbs.lease_only_readable_sources() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM thumbs.workers w
+              WHERE w.id = NEW.leased_by AND NOT ('s3' = ANY (w.source_schemes))) THEN
+    RETURN NULL;
+  END IF;
+  RETURN NEW;
+END;
+$$;
+
 CREATE FUNCTION thumbs.prune(older_than interval DEFAULT '7 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer
     LANGUAGE sql
     AS $$
@@ -459,6 +471,7 @@ CREATE TABLE thumbs.workers (
     jobs_failed bigint DEFAULT 0 NOT NULL,
     jobs_retried bigint DEFAULT 0 NOT NULL,
     leases_lost bigint DEFAULT 0 NOT NULL,
+    source_schemes text[] DEFAULT '{http,https}'::text[] NOT NULL,
     CONSTRAINT workers_state_check CHECK ((state = ANY (ARRAY['running'::text, 'stopping'::text])))
 );
 
@@ -646,6 +659,8 @@ CREATE INDEX webhook_deliveries_due_idx ON thumbs.webhook_deliveries USING btree
 CREATE INDEX webhook_deliveries_event_idx ON thumbs.webhook_deliveries USING btree (event_id);
 
 CREATE TRIGGER jobs_source_key BEFORE INSERT OR UPDATE OF source_url ON thumbs.jobs FOR EACH ROW EXECUTE FUNCTION thumbs.set_source_key();
+
+CREATE TRIGGER lease_only_readable_sources BEFORE UPDATE OF state ON thumbs.jobs FOR EACH ROW WHEN (((old.state = 'queued'::text) AND (new.state = 'running'::text) AND (lower("left"(old.source_url, 5)) = 's3://'::text))) EXECUTE FUNCTION thumbs.lease_only_readable_sources();
 
 ALTER TABLE ONLY thumbs.jobs
     ADD CONSTRAINT jobs_profile_fkey FOREIGN KEY (profile) REFERENCES thumbs.profiles(name);

@@ -195,7 +195,7 @@ final class JobRunner: Sendable {
       metrics.job(.retried, code: error.code)
       // Loud: every job waits until someone fixes the storage configuration.
       jobLogger.error(
-        "storage refuses this worker's requests: fix the storage configuration; the job is queued again without using an attempt",
+        "storage refuses this worker's requests: fix the storage configuration (--storage, or --source-buckets and its bucket's policy for an s3:// original); the job is queued again without using an attempt",
         metadata: [
           "error.code": "\(error.code.rawValue)", "error.message": "\(error.message)",
           "retry.after_seconds": "\(String(format: "%.1f", retryAfter))",

@@ -1,14 +1,20 @@
+import Fetch
 import Logging
 import ServiceLifecycle
 import Storage
 public import ThumbCore
+import Transport
 
-/// Proves at start-up that the worker can write to its storage, before it leases anything. A refusal
-/// (credentials, permissions, a missing bucket) ends the worker with one line naming the place and the
-/// storage's error code: no restart would cure it. A storage that does not answer is waited for, as the
-/// database is, and the worker is not ready meanwhile.
+/// Proves at start-up that the worker can write to its storage and read its source buckets, before it
+/// leases anything. A refusal (credentials, permissions, a missing bucket) ends the worker with one line
+/// naming the place and the storage's error code: no restart would cure it. A storage that does not
+/// answer is waited for, as the database is, and the worker is not ready meanwhile.
 struct StorageCheck: Service {
   let store: any ThumbnailStore
+  /// The buckets `s3://` originals are read from: each must answer a missing key as missing (so that a
+  /// missing original is told from a refusal).
+  let sources: S3Sources?
+  let multi: CurlMulti
   let readiness: Readiness
   let logger: Logger
   let activity: ServiceActivity.Reporter
@@ -37,8 +43,16 @@ struct StorageCheck: Service {
       let failure: JobError
       do throws(JobError) {
         try await store.check()
+        for bucket in (sources?.buckets ?? []).sorted() {
+          try await sources?.checkBucket(bucket, multi: multi)
+        }
         readiness.storageCheckPassed()
-        logger.info("storage is writable", metadata: ["storage": "\(store.identity)"])
+        logger.info(
+          "storage is writable",
+          metadata: [
+            "storage": "\(store.identity)",
+            "source_buckets": "\((sources?.buckets ?? []).sorted().joined(separator: ","))",
+          ])
         return
       } catch {
         failure = error
@@ -47,7 +61,7 @@ struct StorageCheck: Service {
       failures += 1
       let delay = backoff.delay(afterFailures: failures)
       logger.warning(
-        "storage unreachable, will retry",
+        "storage or source bucket unreachable, will retry",
         metadata: [
           "storage": "\(store.identity)", "error": "\(failure.message)", "try": "\(failures)",
           "retry.after_seconds": "\(delay.inSeconds)",

@@ -82,6 +82,12 @@ extension WorkerConfig {
     if sources["storage"] != .default, let problem = StorageURL.problem(storageSettings) {
       errors.append(OptionError(key: "storage", source: sources["storage"]!, message: problem))
     }
+    if !sourceBuckets.isEmpty && s3Credentials == nil {
+      errors.append(
+        OptionError(
+          key: "source-buckets", source: sources["source-buckets"] ?? .default,
+          message: "s3:// sources need AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"))
+    }
     if effectiveOriginalCacheBytes >= memoryBudget {
       errors.append(
         OptionError(

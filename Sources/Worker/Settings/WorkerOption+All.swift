@@ -1,3 +1,4 @@
+import Fetch
 import Foundation
 import Logging
 import ThumbCore
@@ -49,6 +50,17 @@ extension WorkerOption {
         settings.s3PathStyle = try Read.bool(value)
       },
       render: { "\($0.s3PathStyle)" }),
+    WorkerOption(
+      "source-buckets", .value(placeholder: "LIST"), default: "none",
+      help:
+        "buckets whose `s3://BUCKET/KEY` originals may be read, comma-separated (a list in the file); read with the `--s3-*` settings and the `AWS_*` credentials",
+      apply: { value, settings throws(OptionError.Problem) in
+        let names = value.split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+        for name in names {
+          if let problem = S3Sources.problem(bucket: name) { throw .init(problem) }
+        }
+        settings.sourceBuckets = names
+      }, render: { $0.sourceBuckets.joined(separator: ",") }),
     WorkerOption(
       "concurrency", .value(placeholder: "N"), default: "the number of cores",
       help: "jobs processed at once (1-256)",

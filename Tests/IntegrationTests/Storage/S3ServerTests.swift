@@ -51,6 +51,12 @@ struct S3TestServer: Sendable {
   let sessionAccessKey: String?
   let sessionSecretKey: String?
   let sessionToken: String?
+  /// A private bucket of originals the main credentials may read, and a user who may not.
+  let sourceBucket: String?
+  let limitedAccessKey: String?
+  let limitedSecretKey: String?
+  /// A second server without authentication, which serves presigned URLs.
+  let openEndpoint: String?
 
   static let current: S3TestServer? = {
     let environment = ProcessInfo.processInfo.environment
@@ -63,10 +69,28 @@ struct S3TestServer: Sendable {
       endpoint: endpoint, bucket: bucket, accessKey: accessKey, secretKey: secretKey,
       sessionAccessKey: environment["THUMBD_TEST_S3_SESSION_ACCESS_KEY"],
       sessionSecretKey: environment["THUMBD_TEST_S3_SESSION_SECRET_KEY"],
-      sessionToken: environment["THUMBD_TEST_S3_SESSION_TOKEN"])
+      sessionToken: environment["THUMBD_TEST_S3_SESSION_TOKEN"],
+      sourceBucket: environment["THUMBD_TEST_S3_SOURCE_BUCKET"],
+      limitedAccessKey: environment["THUMBD_TEST_S3_LIMITED_ACCESS_KEY"],
+      limitedSecretKey: environment["THUMBD_TEST_S3_LIMITED_SECRET_KEY"],
+      openEndpoint: environment["THUMBD_TEST_S3_OPEN_ENDPOINT"])
   }()
 
   static let skipReason = "THUMBD_TEST_S3_ENDPOINT is not set: run the suite with `make test`"
+
+  /// Writes `bytes` at `key` (percent-encoded here) in `bucket`, signed with the main credentials.
+  func put(_ bytes: [UInt8], key: String, bucket: String) throws {
+    let file = try makeTemporaryDirectory().appendingPathComponent("body")
+    try Data(bytes).write(to: file)
+    var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: "\u{0}"..."\u{7f}"))
+    allowed.insert(charactersIn: "-._~/")
+    let encoded = try #require(key.addingPercentEncoding(withAllowedCharacters: allowed))
+    // With curl's default form type, moto would read the body as a form and store nothing.
+    let answer = try curl(
+      ["-X", "PUT", "-H", "Content-Type: image/jpeg", "--data-binary", "@\(file.path)"], key: encoded,
+      bucket: bucket)
+    #expect(answer.status == 200, "PUT \(key): \(answer.body)")
+  }
 
   /// curl, signing with SigV4 for us-east-1 as thumbd will (path-style addressing).
   func curl(
