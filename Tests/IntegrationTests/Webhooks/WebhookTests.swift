@@ -85,4 +85,127 @@ struct WebhookTests {
     #expect(replayed.accepted.count == 2, "\(replayed)")
     _ = try await worker.stop()
   }
+
+  /// Worker processes with the default timings, the waits shortened only by making pending deliveries
+  /// due at once (what waiting out a backoff or a dead worker's claim does). Every event arrives at
+  /// least once through a time-out, a receiver down for 30 s and a worker killed while its POST was in
+  /// flight; none after a 410; and the receiver, which knows only the new key, verifies every delivery
+  /// while the first worker signs with the old and the new key and the second with the new one.
+  @Test func everyEventArrivesThroughATimeOutADownReceiverAndAKilledWorkerAndNoneAfterA410() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    var receiver = try WebhookReceiver(secrets: [Self.newSecret])
+    let (port, url) = (receiver.port, receiver.url)
+    func settings(_ secrets: String) -> [String: String] {
+      [
+        "THUMBD_WEBHOOK_URL": url, "THUMBD_WEBHOOK_SECRET": secrets,
+        "THUMBD_WEBHOOK_ALLOW_HOSTS": "127.0.0.1",
+        "THUMBD_POLL_INTERVAL": "0.2",
+      ]
+    }
+    func nudge() throws {
+      try sql(
+        database, "UPDATE thumbs.webhook_deliveries SET next_attempt_at = now() WHERE state = 'pending'")
+    }
+    func enqueue(_ n: Int) throws {
+      try sql(database, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/files/photo.jpg?n=\(n)")])
+    }
+    func events() throws -> [String] {
+      try sql(database, "SELECT 'evt_' || id FROM thumbs.events ORDER BY id").rows.compactMap { $0[0] }
+    }
+    func delivery(_ event: String) throws -> [String?] {
+      try sql(
+        database,
+        """
+        SELECT state, attempts::text, coalesce(last_error, ''), (next_attempt_at > now() + interval '30 seconds')::text
+          FROM thumbs.webhook_deliveries WHERE 'evt_' || event_id = $1
+        """, [event]
+      ).rows.first ?? []
+    }
+    var accepted = Set<String>()
+    var rejected = 0
+    /// Waits until the receiver accepted `event` (nudging meanwhile); records what it has seen.
+    func arrived(_ event: String, timeout: Double = 30) async throws -> Bool {
+      let deadline = ContinuousClock.now + .seconds(timeout)
+      while ContinuousClock.now < deadline {
+        let now = try await receiver.received()
+        accepted.formUnion(now.accepted.map(\.id))
+        rejected = max(rejected, now.rejected)
+        if accepted.contains(event) { return true }
+        try nudge()
+        try await Task.sleep(for: .milliseconds(300))
+      }
+      return false
+    }
+
+    let first = try WorkerProcess(
+      databaseURL: database, storage: fixture.storage,
+      settings: settings("\(Self.oldSecret) \(Self.newSecret)"))
+    #expect(
+      try await eventually(timeout: 15) {
+        try sql(database, "SELECT count(*) FROM thumbs.webhook_endpoints").rows == [["1"]]
+      }, "log:\n\(first.log)")
+
+    // A time-out: the receiver holds its answer past the sender's 10 s.
+    try await receiver.answer(204, count: 1, delay: 12)
+    try enqueue(1)
+    #expect(try await eventually(timeout: 30) { try events().count == 1 })
+    let timedOut = try events()[0]
+    #expect(
+      try await eventually(timeout: 20) { try delivery(timedOut)[2]?.isEmpty == false },
+      "log:\n\(first.log)")
+    let retried = try delivery(timedOut)
+    #expect(retried.prefix(2) == ["pending", "1"] && retried[2]?.contains("Timeout was reached") == true, "\(retried)")
+    #expect(try await arrived(timedOut))
+
+    // Down for 30 s: the deliveries fail to connect, and are retried once it is back.
+    let before = try await receiver.received()
+    accepted.formUnion(before.accepted.map(\.id))
+    receiver = try WebhookReceiver(secrets: [Self.newSecret])  // somewhere else: `port` is free now
+    try enqueue(2)
+    try enqueue(3)
+    #expect(try await eventually(timeout: 30) { try events().count == 3 })
+    let whileDown = Array(try events()[1...])
+    try await Task.sleep(for: .seconds(30))
+    for event in whileDown {
+      let row = try delivery(event)
+      #expect(row.first == "pending" && (Int(row[1] ?? "") ?? 0) >= 1, "\(row)")
+    }
+    receiver = try WebhookReceiver(secrets: [Self.newSecret], port: port)
+    for event in whileDown { #expect(try await arrived(event)) }
+
+    // Killed while its POST is in flight: the claim holds the delivery for a minute, then another
+    // worker, signing with the new key only, sends it.
+    try await receiver.answer(204, count: 1, delay: 8)
+    let posts = try await receiver.received().posts
+    try enqueue(4)
+    #expect(try await receiver.received(until: { $0.posts > posts }).posts > posts)
+    first.send(SIGKILL)
+    _ = await first.waitForExit(timeout: 10)
+    let inFlight = try events()[3]
+    #expect(try delivery(inFlight) == ["pending", "1", "", "true"], "claimed, its worker gone")
+    let second = try WorkerProcess(
+      databaseURL: database, storage: fixture.storage, settings: settings(Self.newSecret))
+    #expect(try await arrived(inFlight), "log:\n\(second.log)")
+
+    // A 410 turns the endpoint off: nothing is sent after it.
+    try await receiver.answer(410)
+    try enqueue(5)
+    #expect(try await receiver.received(until: { ($0.answered["410"] ?? 0) >= 1 }).answered["410"] == 1)
+    try await receiver.answer()
+    let afterStop = try await receiver.received().posts
+    try enqueue(6)
+    #expect(try await eventually(timeout: 30) { try events().count == 6 })
+    try nudge()
+    try await Task.sleep(for: .seconds(3))
+    #expect(try await receiver.received().posts == afterStop, "nothing after the 410")
+
+    let all = try events()
+    #expect(Set(all.prefix(4)).isSubset(of: accepted), "\(all) vs \(accepted)")
+    #expect(!accepted.contains(all[4]) && !accepted.contains(all[5]))
+    let last = try await receiver.received()
+    #expect(rejected == 0 && last.rejected == 0, "every delivery verified")
+    second.send(SIGTERM)
+    #expect(await second.waitForExit(timeout: 15) == 0, "log:\n\(second.log)")
+  }
 }
