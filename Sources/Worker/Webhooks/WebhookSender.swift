@@ -111,6 +111,7 @@ struct WebhookSender: Service {
     request.timeout = settings.timeout
     request.connectTimeout = min(5, settings.timeout)
     request.maxResponseBytes = 4096
+    request.userAgent = "thumbd/\(ThumbdVersion.current) (webhooks)"
     request.permitsAddress = permitsAddress
     let answer: WebhookRetry.Answer
     switch await multi.send(request) {
