@@ -9,7 +9,9 @@ struct Enqueue: AsyncParsableCommand {
   )
 
   @OptionGroup var database: DatabaseOptions
-  @Argument(help: "the original's http(s) URL") var url: String
+  @Argument(
+    help: "the original's http(s) URL, or s3://BUCKET/KEY in a bucket the workers read (--source-buckets)")
+  var url: String
   @Option(help: "profile name") var profile = "default"
   @Option(help: "higher runs first") var priority = 0
   @Option(name: .customLong("external-id"), help: "the backend's own id of the photo") var externalID: String?
