@@ -7,7 +7,9 @@ import ThumbCore
 struct ThumbnailCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "thumbnail",
-    abstract: "Without a database: write DIR/<stem>_<variant>.<ext> for each file; exit 1 if any failed.")
+    abstract:
+      "Without a database: write DIR/<stem>_<variant>.<ext> for each file (a stem an earlier file took: its whole name); exit 1 if any failed."
+  )
 
   @Option(help: "output folder") var out: String
   @Option(help: "profile: 'default', or a JSON spec file") var profile = "default"
@@ -23,8 +25,7 @@ struct ThumbnailCommand: ParsableCommand {
     var failures = 0
     let started = Date()
     var totals = StageTimes()
-    for file in files {
-      let stem = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+    for (file, stem) in zip(files, OutputStems.assign(files)) {
       do {
         guard let data = FileManager.default.contents(atPath: file) else {
           throw JobError(.notFound, "cannot read \(file)")
