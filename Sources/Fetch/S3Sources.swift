@@ -167,10 +167,7 @@ struct SignedGet: Sendable {
 
   init(url: String, credentials: S3Credentials, region: String) {
     self.url = url
-    signing = HTTPRequest.Signing(
-      scope: "aws:amz:\(region):s3", accessKey: credentials.accessKey, secretKey: credentials.secretKey)
-    headers =
-      ["x-amz-content-sha256: \(S3Store.emptyHash)"]
-      + (credentials.sessionToken.map { ["x-amz-security-token: \($0)"] } ?? [])
+    signing = credentials.signing(region: region)
+    headers = credentials.headers(payloadHash: S3Store.emptyHash)
   }
 }

@@ -39,9 +39,7 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
     var headers: [String] = []
     if let signed {
       // S3 answers a wrong region or endpoint with a redirect: a refusal to report, not to follow.
-      easy.set(CURLOPT_AWS_SIGV4, signed.signing.scope)
-      easy.set(CURLOPT_USERNAME, signed.signing.accessKey)
-      easy.set(CURLOPT_PASSWORD, signed.signing.secretKey)
+      easy.sign(with: signed.signing)
       headers += signed.headers
     } else {
       // Only http and https, for the first request and for every redirect: file://, gopher:// and the

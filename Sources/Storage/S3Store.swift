@@ -25,6 +25,17 @@ public struct S3Credentials: Sendable, CustomStringConvertible {
     return S3Credentials(accessKey: key, secretKey: secret, sessionToken: token)
   }
 
+  /// The SigV4 signing of a request to S3 in `region`.
+  public func signing(region: String) -> HTTPRequest.Signing {
+    HTTPRequest.Signing(scope: "aws:amz:\(region):s3", accessKey: accessKey, secretKey: secretKey)
+  }
+
+  /// The headers every S3 request carries besides its own: the payload's SHA-256 (which S3 wants
+  /// signed) and, with temporary credentials, the session token.
+  public func headers(payloadHash: String) -> [String] {
+    ["x-amz-content-sha256: \(payloadHash)"] + (sessionToken.map { ["x-amz-security-token: \($0)"] } ?? [])
+  }
+
   public var secrets: [String] { [secretKey] + (sessionToken.map { [$0] } ?? []) }
   public var description: String {
     "\(accessKey) (secret ****\(sessionToken == nil ? "" : ", session token ****"))"
@@ -103,12 +114,8 @@ public final class S3Store: ThumbnailStore {
       }
       var request = HTTPRequest(
         method: method, url: location.url(of: key),
-        headers: headers + ["x-amz-content-sha256: \(payloadHash)"]
-          + (credentials.sessionToken.map { ["x-amz-security-token: \($0)"] } ?? []),
-        body: body,
-        signing: .init(
-          scope: "aws:amz:\(location.region):s3", accessKey: credentials.accessKey,
-          secretKey: credentials.secretKey))
+        headers: headers + credentials.headers(payloadHash: payloadHash), body: body,
+        signing: credentials.signing(region: location.region))
       request.timeout = secondsLeft
       request.userAgent = "thumbd/\(ThumbdVersion.current)"
       let answer: S3Answer

@@ -50,6 +50,16 @@ public struct HTTPRequest: Sendable {
   }
 }
 
+extension CurlEasy {
+  /// Has curl sign the request with AWS Signature Version 4 (it computes the canonical request and
+  /// the Authorization header from the URL and every header set).
+  public func sign(with signing: HTTPRequest.Signing) {
+    set(CURLOPT_AWS_SIGV4, signing.scope)
+    set(CURLOPT_USERNAME, signing.accessKey)
+    set(CURLOPT_PASSWORD, signing.secretKey)
+  }
+}
+
 /// What the service answered.
 public struct HTTPResponse: Sendable {
   public var status: Int
@@ -130,11 +140,7 @@ final class HTTPCall: CurlTransfer, @unchecked Sendable {
       _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_POSTFIELDS, body.baseAddress)
       easy.setOffset(CURLOPT_POSTFIELDSIZE_LARGE, request.body.count)
     }
-    if let signing = request.signing {
-      easy.set(CURLOPT_AWS_SIGV4, signing.scope)
-      easy.set(CURLOPT_USERNAME, signing.accessKey)
-      easy.set(CURLOPT_PASSWORD, signing.secretKey)
-    }
+    if let signing = request.signing { easy.sign(with: signing) }
     easy.setHeaders(request.headers)
     _ = thumbd_curl_setopt_write_function(easy.handle, collectBody)
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_WRITEDATA, userdata)
