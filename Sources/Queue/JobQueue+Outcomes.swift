@@ -41,6 +41,20 @@ public enum JobOutcome: Sendable {
   case deferred(JobError, retryAfter: Double)
 }
 
+/// What a batch of outcomes came to.
+public struct RecordedOutcomes: Sendable, Equatable {
+  /// Jobs whose outcome was written.
+  public var written: Set<Int64> = []
+  /// Successes refused because collection is deleting an object they name: queued again shortly, their
+  /// attempt not counted (their next attempt stores the object again).
+  public var refused: Set<Int64> = []
+
+  public init(written: Set<Int64> = [], refused: Set<Int64> = []) {
+    self.written = written
+    self.refused = refused
+  }
+}
+
 /// The writes a worker makes for the jobs it holds, each for many jobs in one statement.
 ///
 /// Fencing: a row is written only while `state = 'running'` and its `lease_token` is the caller's. Each
@@ -66,6 +80,14 @@ extension JobQueue {
   public func record(
     _ outcomes: [(job: LeasedJob, outcome: JobOutcome)]
   ) async throws(PostgresError) -> Set<Int64> {
+    try await recordOutcomes(outcomes).written
+  }
+
+  /// `record`, telling apart the successes that were refused because collection is deleting an object
+  /// they name (SQL/complete_jobs.sql): those jobs are queued again, and are not among the written.
+  public func recordOutcomes(
+    _ outcomes: [(job: LeasedJob, outcome: JobOutcome)]
+  ) async throws(PostgresError) -> RecordedOutcomes {
     var succeeded: [(LeasedJob, JobResult)] = []
     var failed: [(LeasedJob, JobError, Double?, Bool)] = []
     var handedBack: [LeasedJob] = []
@@ -77,30 +99,34 @@ extension JobQueue {
       case .handedBack: handedBack.append(job)
       }
     }
-    var written = Set<Int64>()
-    if !succeeded.isEmpty { written.formUnion(try await recordSuccesses(succeeded)) }
-    if !failed.isEmpty { written.formUnion(try await recordFailures(failed)) }
-    if !handedBack.isEmpty { written.formUnion(try await handBack(handedBack)) }
-    return written
+    var recorded = RecordedOutcomes()
+    if !succeeded.isEmpty { recorded = try await recordSuccesses(succeeded) }
+    if !failed.isEmpty { recorded.written.formUnion(try await recordFailures(failed)) }
+    if !handedBack.isEmpty { recorded.written.formUnion(try await handBack(handedBack)) }
+    return recorded
   }
 
   /// Marks the jobs succeeded (with their ThumbHash) and inserts their variant rows in one statement:
   /// for each job both happen or neither does.
   private func recordSuccesses(
     _ batch: [(LeasedJob, JobResult)]
-  ) async throws(PostgresError) -> Set<Int64> {
-    let rows = batch.flatMap { job, result in result.variants.map { (job.id, $0) } }
-    let written = try await client.run(
-      SQL.CompleteJobs.self,
-      .init(
-        ids: batch.map(\.0.id), tokens: batch.map(\.0.leaseToken), variantJobIDs: rows.map(\.0),
-        names: rows.map(\.1.name), widths: rows.map(\.1.width), heights: rows.map(\.1.height),
-        formats: rows.map(\.1.format), bytes: rows.map { Int64($0.1.bytes) },
-        storageKeys: rows.map(\.1.storageKey), thumbhashes: batch.map(\.1.thumbHash),
-        renderKeys: batch.map(\.1.renderKey), reusedFrom: batch.map(\.1.reusedFrom),
-        stageMS: batch.map { $0.1.stageTimes?.json }),
-      prepared: true)
-    return Set(written.map(\.id))
+  ) async throws(PostgresError) -> RecordedOutcomes {
+    let rows: [(Int64, VariantRecord)] = batch.flatMap { job, result in result.variants.map { (job.id, $0) } }
+    let jobs: [LeasedJob] = batch.map(\.0)
+    let results: [JobResult] = batch.map(\.1)
+    let parameters = SQL.CompleteJobs.Parameters(
+      ids: jobs.map(\.id), tokens: jobs.map(\.leaseToken), variantJobIDs: rows.map(\.0),
+      names: rows.map(\.1.name), widths: rows.map(\.1.width), heights: rows.map(\.1.height),
+      formats: rows.map(\.1.format), bytes: rows.map { Int64($0.1.bytes) },
+      storageKeys: rows.map(\.1.storageKey), thumbhashes: results.map(\.thumbHash),
+      renderKeys: results.map(\.renderKey), reusedFrom: results.map(\.reusedFrom),
+      stageMS: results.map { $0.stageTimes?.json }, specDigests: jobs.map(\.specDigest))
+    let answer = try await client.run(SQL.CompleteJobs.self, parameters, prepared: true)
+    var recorded = RecordedOutcomes()
+    for row in answer {
+      if row.refused { recorded.refused.insert(row.id) } else { recorded.written.insert(row.id) }
+    }
+    return recorded
   }
 
   /// Failed attempts: back to `queued` after the job's own delay, or `failed` for good; either way the

@@ -1,3 +1,4 @@
+import Hashing
 import ThumbCore
 
 /// A job this worker holds a lease on. `leaseToken` fences every write: a write whose token no longer
@@ -7,6 +8,9 @@ public struct LeasedJob: Sendable, Equatable {
   public var sourceURL: String
   public var profileName: String
   public var profileSpec: String
+  /// The digest of `profileSpec` (thumbs.spec_digest): recorded with the photo's current thumbnails, so
+  /// that a later change of the spec makes them stale (thumbs.rerender).
+  public var specDigest: String?
   public var attempt: Int
   public var maxAttempts: Int
   public var leaseToken: String
@@ -49,14 +53,16 @@ public struct JobQueue: Sendable {
       .init(workerID: workerID, limit: Int64(limit), leaseSeconds: leaseSeconds, siblings: Int64(siblings)),
       prepared: true)
     // Each profile's spec comes once per batch, on the first of its rows.
-    var specs: [String: String] = [:]
+    var specs: [String: (text: String, digest: String)] = [:]
     for row in rows {
-      if let spec = row.spec { specs[row.profile] = spec }
+      if let spec = row.spec { specs[row.profile] = (spec, Digest.sha256Hex(Array(spec.utf8))) }
     }
     return rows.map { row in
-      LeasedJob(
-        id: row.id, sourceURL: row.sourceURL, profileName: row.profile, profileSpec: specs[row.profile] ?? "",
-        attempt: row.attempts, maxAttempts: row.maxAttempts, leaseToken: row.leaseToken)
+      let spec = specs[row.profile]
+      return LeasedJob(
+        id: row.id, sourceURL: row.sourceURL, profileName: row.profile, profileSpec: spec?.text ?? "",
+        specDigest: spec?.digest, attempt: row.attempts, maxAttempts: row.maxAttempts,
+        leaseToken: row.leaseToken)
     }
   }
 
@@ -94,9 +100,11 @@ public struct JobQueue: Sendable {
     guard let row = try await client.run(SQL.QueueDepth.self, prepared: true).first else {
       throw PostgresError(kind: .query, message: "queue_depth returned no row")
     }
-    return QueueDepth(
+    var depth = QueueDepth(
       queued: Int(row.queued), ready: Int(row.ready), running: Int(row.running),
       oldestReadySeconds: row.oldestReadySeconds)
+    depth.gcBacklog = Int(row.gcBacklog)
+    return depth
   }
 }
 
@@ -109,6 +117,8 @@ public struct QueueDepth: Sendable, Equatable {
   public var running: Int
   /// How long the longest-waiting ready job has been due; 0 when none is.
   public var oldestReadySeconds: Double
+  /// Storage objects collection has still to decide on or delete (thumbs.gc_objects).
+  public var gcBacklog = 0
 
   public init(queued: Int, ready: Int, running: Int, oldestReadySeconds: Double) {
     self.queued = queued

@@ -26,6 +26,55 @@ public struct LocalDirectoryStore: ThumbnailStore {
     }
   }
 
+  public func delete(key: String) async throws(JobError) {
+    let path = root.appendingPathComponent(key).path
+    try await pool.run { () throws(JobError) in
+      switch SystemCall.run({ unlink(path) }) {
+      case .success: return
+      case .failure(let failure) where failure.code == ENOENT: return
+      case .failure(let failure): throw Self.classify(failure.code, "deleting \(path)")
+      }
+    }
+  }
+
+  /// Walks the two levels of folders (`ab/cd/`) in name order, so a page starts where the last ended
+  /// without reading what came before.
+  public func list(after key: String?, limit: Int) async throws(JobError) -> StoredObjects {
+    let root = self.root
+    return try await pool.run { () throws(JobError) -> StoredObjects in
+      var objects: [StoredObject] = []
+      let after = key ?? ""
+      func names(_ folder: URL) throws(JobError) -> [String] {
+        do {
+          return try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
+            !$0.hasPrefix(".")
+          }.sorted()
+        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
+          return []
+        } catch {
+          throw JobError(.storageFailed, "listing \(folder.path): \(error.localizedDescription)")
+        }
+      }
+      for first in try names(root) where first >= String(after.prefix(2)) {
+        for second in try names(root.appendingPathComponent(first)) {
+          let folder = "\(first)/\(second)"
+          guard folder >= String(after.prefix(5)) else { continue }
+          for name in try names(root.appendingPathComponent(folder)) {
+            let key = "\(folder)/\(name)"
+            guard key > after, StorageKey.contentHash(of: key) != nil else { continue }
+            let path = root.appendingPathComponent(key).path
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              let modified = attributes[.modificationDate] as? Date
+            else { continue }
+            objects.append(StoredObject(key: key, modified: modified.timeIntervalSince1970))
+            if objects.count == limit { return StoredObjects(objects: objects, next: key) }
+          }
+        }
+      }
+      return StoredObjects(objects: objects, next: nil)
+    }
+  }
+
   /// Writes and removes a file in the root: the directory exists (or can be made) and is writable.
   public func check() async throws(JobError) {
     let probe = root.appendingPathComponent(".thumbd-check-\(getpid())")

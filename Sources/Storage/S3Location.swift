@@ -68,6 +68,39 @@ public struct S3Location: Sendable, Equatable {
     return "\(base[..<split.upperBound])\(bucket).\(base[split.upperBound...])/\(name)"
   }
 
+  /// The URL of a ListObjectsV2 request for the keys under the prefix, in key order, after `after` (an
+  /// object name).
+  public func listURL(after: String?, maxKeys: Int) -> String {
+    let base = endpoint ?? "https://s3.\(region).amazonaws.com"
+    let bucketURL: String
+    if pathStyle {
+      bucketURL = "\(base)/\(bucket)/"
+    } else {
+      let split = base.range(of: "://")!
+      bucketURL = "\(base[..<split.upperBound])\(bucket).\(base[split.upperBound...])/"
+    }
+    var query = ["list-type=2", "max-keys=\(maxKeys)"]
+    if !prefix.isEmpty { query.append("prefix=" + Self.queryEncoded(prefix + "/")) }
+    if let after { query.append("start-after=" + Self.queryEncoded(after)) }
+    // In the order SigV4 sorts them, so that what curl signs is what it sends.
+    return bucketURL + "?" + query.sorted().joined(separator: "&")
+  }
+
+  /// RFC 3986 unreserved characters stay; everything else (the slash too, as SigV4 wants in a query) is
+  /// percent-encoded.
+  static func queryEncoded(_ text: String) -> String {
+    var out = ""
+    for byte in text.utf8 {
+      let c = Character(Unicode.Scalar(byte))
+      if byte < 0x80 && (c.isLetter || c.isNumber || "-_.~".contains(c)) {
+        out.append(c)
+      } else {
+        out += String(format: "%%%02X", byte)
+      }
+    }
+    return out
+  }
+
   /// `s3://bucket/prefix`, and the endpoint when it is not AWS's.
   public var identity: String {
     let place = prefix.isEmpty ? "s3://\(bucket)" : "s3://\(bucket)/\(prefix)"

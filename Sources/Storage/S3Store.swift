@@ -78,13 +78,37 @@ public final class S3Store: ThumbnailStore {
 
   public func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> StoreOutcome {
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-    let exists = try await exchange(.head, key: key, deadline: deadline)
+    let exists = try await exchange(.head, key: key, deadline: deadline).answer
     if exists == .ok { return .alreadyStored }
     let hash = StorageKey.contentHash(of: key) ?? Digest.sha256Hex(bytes)
     _ = try await exchange(
       .put, key: key, deadline: deadline, body: bytes,
       headers: ["Content-Type: \(contentType)", "Cache-Control: \(Self.cacheControl)"], payloadHash: hash)
     return .uploaded
+  }
+
+  /// DELETE answers 204 whether or not the object was there (and an imitator's 404 is taken the same).
+  public func delete(key: String) async throws(JobError) {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    _ = try await exchange(.delete, key: key, deadline: deadline)
+  }
+
+  /// One ListObjectsV2 page under the prefix (s3:ListBucket), keys that are not content-addressed left
+  /// out.
+  public func list(after key: String?, limit: Int) async throws(JobError) -> StoredObjects {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    let url = location.listURL(after: key.map { location.objectName($0) }, maxKeys: limit)
+    let page = try await exchange(.get, key: "", deadline: deadline, url: url)
+    let listing = S3Listing(xml: page.text)
+    let prefix = location.prefix.isEmpty ? "" : location.prefix + "/"
+    let objects = listing.objects.compactMap { object -> StoredObject? in
+      guard object.name.hasPrefix(prefix) else { return nil }
+      let key = String(object.name.dropFirst(prefix.count))
+      guard StorageKey.contentHash(of: key) != nil else { return nil }
+      return StoredObject(key: key, modified: object.modified)
+    }
+    let last = listing.objects.last.map { String($0.name.dropFirst(prefix.count)) }
+    return StoredObjects(objects: objects, next: listing.truncated ? last : nil)
   }
 
   /// Writes one small object, `PREFIX/.thumbd-check`: the one permission a worker needs (PutObject)
@@ -102,8 +126,8 @@ public final class S3Store: ThumbnailStore {
   /// `storage_failed`.
   private func exchange(
     _ method: HTTPRequest.Method, key: String, deadline: ContinuousClock.Instant, body: [UInt8] = [],
-    headers: [String] = [], payloadHash: String = S3Store.emptyHash
-  ) async throws(JobError) -> S3Answer {
+    headers: [String] = [], payloadHash: String = S3Store.emptyHash, url: String? = nil
+  ) async throws(JobError) -> (answer: S3Answer, text: String) {
     var tryNumber = 0
     while true {
       tryNumber += 1
@@ -113,28 +137,30 @@ public final class S3Store: ThumbnailStore {
         throw JobError(.storageFailed, "\(what): no answer within \(timeout) s")
       }
       var request = HTTPRequest(
-        method: method, url: location.url(of: key),
+        method: method, url: url ?? location.url(of: key),
         headers: headers + credentials.headers(payloadHash: payloadHash), body: body,
         signing: credentials.signing(region: location.region))
       request.timeout = secondsLeft
       request.userAgent = "thumbd/\(ThumbdVersion.current)"
       let answer: S3Answer
+      var text = ""
       switch await multi.send(request) {
       case .success(let response):
         let retryAfter = response.headers["retry-after"].flatMap {
           RetryAfter.seconds($0, now: Date().timeIntervalSince1970)
         }
-        answer = S3Answer.classify(status: response.status, body: response.text, retryAfter: retryAfter)
+        text = response.text
+        answer = S3Answer.classify(status: response.status, body: text, retryAfter: retryAfter)
         if case .refused = answer, method == .head {
           // Without read permission a HEAD is refused even for objects that exist; and a HEAD answer
           // has no body, so its refusal names no code (a bad session token is a bare 400): upload and
           // let the PUT's own answer decide, and name the code.
-          return .missing
+          return (.missing, "")
         }
         if case .refused(let code) = answer {
           throw JobError(
             .storageRefused,
-            "\(what) answered HTTP \(response.status) \(code): \(Self.advice(code))"
+            "\(what) answered HTTP \(response.status) \(code): \(Self.advice(code, method: method))"
               + (location.endpoint.map { " (endpoint \($0))" } ?? "")
           )
         }
@@ -142,7 +168,7 @@ public final class S3Store: ThumbnailStore {
         if failure.isCancelled { throw JobError(.internalError, "\(what): cancelled") }
         answer = .transient(code: failure.description, retryAfter: nil)
       }
-      guard case .transient(let code, let retryAfter) = answer else { return answer }
+      guard case .transient(let code, let retryAfter) = answer else { return (answer, text) }
       let decision = retry.decide(
         afterTry: tryNumber, retryAfter: retryAfter,
         secondsLeft: ContinuousClock.now.duration(to: deadline).inSeconds, unit: Double.random(in: 0..<1))
@@ -158,13 +184,18 @@ public final class S3Store: ThumbnailStore {
   }
 
   /// What an operator should look at for a refusal.
-  public static func advice(_ code: String) -> String {
+  public static func advice(_ code: String, method: HTTPRequest.Method = .put) -> String {
     switch code {
     case "NoSuchBucket": return "the bucket does not exist (check --storage and --s3-endpoint)"
     case "SignatureDoesNotMatch": return "the secret key is wrong (AWS_SECRET_ACCESS_KEY)"
     case "InvalidAccessKeyId": return "the access key is unknown (AWS_ACCESS_KEY_ID)"
     case "InvalidToken", "ExpiredToken", "TokenRefreshRequired":
       return "the session token is invalid or expired (AWS_SESSION_TOKEN)"
+    case "AccessDenied" where method == .delete:
+      return
+        "the credentials may not delete here (s3:DeleteObject on the prefix): collection cannot remove objects"
+    case "AccessDenied" where method == .get:
+      return "the credentials may not list here (s3:ListBucket on the bucket)"
     case "AccessDenied": return "the credentials may not write here (s3:PutObject on the prefix)"
     case "PermanentRedirect", "AuthorizationHeaderMalformed":
       return "the bucket is in another region or behind another endpoint (--s3-region, --s3-endpoint)"

@@ -15,11 +15,40 @@ public protocol ThumbnailStore: Sendable {
   /// line naming the place and the storage's own error code. Transient failures are retried by the
   /// caller.
   func check() async throws(JobError)
+  /// Deletes the object at `key` (collection, once nothing live names it). An object already gone is no
+  /// error. Errors are classified as for `put`.
+  func delete(key: String) async throws(JobError)
+  /// A page of the stored objects whose keys are content-addressed (`StorageKey.contentHash`), in key
+  /// order, after `key` (nil: from the start): what `thumbd gc` compares with what the database names.
+  func list(after key: String?, limit: Int) async throws(JobError) -> StoredObjects
   /// Where a key can be found, for people (a path or a URL).
   func location(of key: String) -> String
   /// The place itself, without credentials: `file:///dir` or `s3://bucket/prefix` (plus the endpoint when
   /// it is not AWS's). Renders are reused only from the same place.
   var identity: String { get }
+}
+
+/// One page of a listing.
+public struct StoredObjects: Sendable, Equatable {
+  public var objects: [StoredObject]
+  /// Where the next page starts (`list(after:)`); nil: this was the last.
+  public var next: String?
+
+  public init(objects: [StoredObject], next: String?) {
+    self.objects = objects
+    self.next = next
+  }
+}
+
+public struct StoredObject: Sendable, Equatable {
+  public var key: String
+  /// When it was written (seconds since 1970).
+  public var modified: Double
+
+  public init(key: String, modified: Double) {
+    self.key = key
+    self.modified = modified
+  }
 }
 
 /// What a put did.

@@ -6,7 +6,7 @@ import Foundation
 /// address check before each connection.
 public struct HTTPRequest: Sendable {
   public enum Method: String, Sendable {
-    case get = "GET", head = "HEAD", put = "PUT", post = "POST"
+    case get = "GET", head = "HEAD", put = "PUT", post = "POST", delete = "DELETE"
   }
 
   /// SigV4 signing: curl computes the canonical request and the Authorization header.
@@ -129,6 +129,7 @@ final class HTTPCall: CurlTransfer, @unchecked Sendable {
     switch request.method {
     case .get: break
     case .head: easy.set(CURLOPT_NOBODY, 1)
+    case .delete: easy.set(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
     case .post:
       _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_POSTFIELDS, body.baseAddress)
       easy.setOffset(CURLOPT_POSTFIELDSIZE_LARGE, request.body.count)

@@ -17,7 +17,7 @@ final class Completer: Service, Sendable {
   private struct Pending {
     var job: LeasedJob
     var outcome: JobOutcome
-    var written: CheckedContinuation<Bool?, Never>
+    var written: CheckedContinuation<Written?, Never>
   }
 
   private struct State {
@@ -44,9 +44,18 @@ final class Completer: Service, Sendable {
     self.wroteBatch = wroteBatch
   }
 
-  /// Writes the outcome. True when written; false when the lease was lost (nothing written); nil when
-  /// the database could not be reached even after retries (the lease will expire and the job run again).
-  func record(_ job: LeasedJob, _ outcome: JobOutcome) async -> Bool? {
+  /// What became of an outcome given to `record`.
+  enum Written: Equatable {
+    case written
+    /// A success naming an object that collection is deleting: the job was queued again instead.
+    case refusedByCollection
+    /// The lease was lost (expired and taken, cancelled, forgotten): nothing was written.
+    case leaseLost
+  }
+
+  /// Writes the outcome. Nil when the database could not be reached even after retries (the lease will
+  /// expire and the job run again).
+  func record(_ job: LeasedJob, _ outcome: JobOutcome) async -> Written? {
     await withCheckedContinuation { continuation in
       let startWriter = state.withLock { state -> Bool in
         state.pending.append(Pending(job: job, outcome: outcome, written: continuation))
@@ -80,7 +89,11 @@ final class Completer: Service, Sendable {
       let written = await write(batch)
       wroteBatch()
       for item in batch {
-        item.written.resume(returning: written.map { $0.contains(item.job.id) })
+        item.written.resume(
+          returning: written.map { recorded -> Written in
+            if recorded.written.contains(item.job.id) { return .written }
+            return recorded.refused.contains(item.job.id) ? .refusedByCollection : .leaseLost
+          })
       }
     }
   }
@@ -90,10 +103,10 @@ final class Completer: Service, Sendable {
 
   /// One batch, retried through short outages: the work is done, so it is worth waiting a little for the
   /// database rather than letting the lease expire and doing the job again.
-  private func write(_ batch: [Pending]) async -> Set<Int64>? {
+  private func write(_ batch: [Pending]) async -> RecordedOutcomes? {
     for attempt in 1...5 {
       do {
-        return try await queue.record(batch.map { ($0.job, $0.outcome) })
+        return try await queue.recordOutcomes(batch.map { ($0.job, $0.outcome) })
       } catch {
         logger.warning(
           "could not write job outcomes, will retry",

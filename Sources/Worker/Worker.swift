@@ -44,6 +44,8 @@ public typealias WorkerTotals = WorkerCounters
 /// 3. the LISTEN thread, which wakes the producer when jobs are enqueued;
 /// 4. the keeper: reaches the database at start (waiting as long as it takes), then heartbeats,
 ///    rescue, registry, retention and queue sampling; heartbeats go on until the jobs are handed back;
+///    then the collector, which deletes the storage objects nothing live names (on the keeper's
+///    connection);
 /// 5. the completer, which writes outcomes in batches;
 /// 6. the producer, which leases and starts jobs (stops first: no new leases, grace, hand-back).
 ///
@@ -177,6 +179,10 @@ public final class Worker: Sendable {
     }
     defer { webhookQueue?.client.close() }
     add("keeper") { Keeper(queue: keeperQueue, context: context, record: record, activity: $0) }
+    if let store {
+      // Collection's statements are short and few: it shares the keeper's connection.
+      add("collector") { Collector(queue: keeperQueue, store: store, context: context, activity: $0) }
+    }
     add("completer") { _ in completer }
     add("producer") { Producer(queue: leaser, context: context, activity: $0) }
     if !DefaultCMYKProfile.isInstalled {

@@ -77,6 +77,11 @@ public struct WorkerConfig: Sendable {
   /// Completion events older than this are deleted; 0 keeps them forever. Longer than the jobs' by
   /// default: a consumer that was down for days still finds what happened.
   public var eventRetentionSeconds: Double = 30 * 24 * 3600
+  /// A storage object nothing live names is deleted this long after it became a candidate (forgotten,
+  /// pruned), unless named again meanwhile (migrations/0013).
+  public var eraseGraceSeconds: Double = 300
+  /// How often this worker runs a collection pass; 0: never (other workers of the fleet do).
+  public var gcIntervalSeconds: Double = 60
   /// Where every completion event is POSTed (Standard Webhooks); nil: no webhooks.
   public var webhookURL: String?
   /// The keys deliveries are signed with (required with a webhook URL).

@@ -11,9 +11,10 @@
 -- None of them owns anything, so none can drop, alter or truncate a table; none is granted TRUNCATE.
 --
 --   thumbd_worker    what a worker does: lease, heartbeat, complete, fail and hand back jobs, record
---                    originals, keep its registry row, rescue, prune (retention), LISTEN/NOTIFY.
---   thumbd_enqueuer  the photo backend: thumbs.enqueue, thumbs.retry, thumbs.cancel (SECURITY DEFINER,
---                    migrations/0006), and reading thumbs.jobs, thumbs.variants, thumbs.queue_overview,
+--                    originals, keep its registry row, rescue, prune (retention), collect storage
+--                    objects (migrations/0013), LISTEN/NOTIFY.
+--   thumbd_enqueuer  the photo backend: thumbs.enqueue, thumbs.retry, thumbs.cancel, thumbs.forget,
+--                    thumbs.forget_external, thumbs.rerender (SECURITY DEFINER), and reading thumbs.jobs, thumbs.variants, thumbs.queue_overview,
 --                    thumbs.current_variants, thumbs.events (and thumbs.events_after).
 --                    Nothing else: it cannot update or delete jobs itself.
 --   thumbd_admin     operators: every admin view and function (docs/admin-sql.md), and the data of
@@ -54,13 +55,21 @@ GRANT SELECT ON thumbs.events TO thumbd_worker;
 -- Webhooks (migrations/0011): endpoints registered and their deliveries claimed and answered by workers.
 GRANT SELECT, INSERT, UPDATE ON thumbs.webhook_endpoints TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE ON thumbs.webhook_deliveries TO thumbd_worker;
+-- Collection (migrations/0013): candidates marked, claimed and settled by workers; erasures end in their
+-- event; retention's pruned keys become candidates.
+GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.gc_objects TO thumbd_worker;
+GRANT SELECT, DELETE ON thumbs.erasures TO thumbd_worker;
+GRANT SELECT, UPDATE, DELETE ON thumbs.erasure_keys TO thumbd_worker;
+GRANT SELECT ON thumbs.gc_overview, thumbs.rerender_overview TO thumbd_worker;
 GRANT EXECUTE ON FUNCTION thumbs.append_attempt(jsonb, jsonb), thumbs.expire_workers(),
   thumbs.prune(interval, integer), thumbs.prune_originals(interval, integer),
-  thumbs.prune_events(interval, integer), thumbs.redact_url(text) TO thumbd_worker;
+  thumbs.prune_events(interval, integer), thumbs.redact_url(text), thumbs.object_is_named(text),
+  thumbs.spec_digest(jsonb) TO thumbd_worker;
 
 -- The backend.
 GRANT EXECUTE ON FUNCTION thumbs.enqueue(text, text, integer, timestamptz, jsonb, text), thumbs.retry(bigint),
-  thumbs.cancel(bigint) TO thumbd_enqueuer;
+  thumbs.cancel(bigint), thumbs.forget(bigint), thumbs.forget_external(text), thumbs.rerender(text, integer)
+  TO thumbd_enqueuer;
 GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview, thumbs.current_variants,
   thumbs.events TO thumbd_enqueuer;
 GRANT EXECUTE ON FUNCTION thumbs.events_after(text, integer) TO thumbd_enqueuer;

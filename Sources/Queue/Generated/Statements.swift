@@ -8,20 +8,22 @@ public enum SQL {
   /// Registers a worker or refreshes its thumbs.workers row (heartbeat time, state, counters). An upsert,
   /// so a worker whose row expired while it was frozen or cut off comes back once it can reach the
   /// database again. source_schemes: the schemes of source URLs it reads (a worker of a release that does
-  /// not say reads http and https only, and is not given s3:// jobs: migration 0012).
+  /// not say reads http and https only, and is not given s3:// jobs: migration 0012). fences_collection:
+  /// it refuses completions naming objects being deleted (migration 0013).
   public enum AnnounceWorker: TypedStatement {
     public static let statement = SQLStatement(
       name: "announce_worker",
       text: #"""
         INSERT INTO thumbs.workers AS w
                (id, host, pid, version, concurrency, memory_budget, lease_ttl, state,
-                jobs_succeeded, jobs_failed, jobs_retried, leases_lost, source_schemes)
+                jobs_succeeded, jobs_failed, jobs_retried, leases_lost, source_schemes, fences_collection)
         VALUES ($1, $2, $3::int, $4, $5::int, $6::bigint, make_interval(secs => $7::float8), $8,
-                $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::text[])
+                $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::text[], true)
         ON CONFLICT (id) DO UPDATE
            SET last_heartbeat_at = now(), state = excluded.state, jobs_succeeded = excluded.jobs_succeeded,
                jobs_failed = excluded.jobs_failed, jobs_retried = excluded.jobs_retried,
-               leases_lost = excluded.leases_lost, source_schemes = excluded.source_schemes
+               leases_lost = excluded.leases_lost, source_schemes = excluded.source_schemes,
+               fences_collection = true
         """#,
       parameters: [
         "id", "host", "pid", "version", "concurrency", "memory_budget", "lease_seconds", "state",
@@ -120,25 +122,57 @@ public enum SQL {
   ///
   /// Each job's `succeeded` event (migrations/0010) is written too, and announced on thumbs_events;
   /// notified counts the announcements (evaluated once, on the first row).
+  ///
+  /// Collection (migrations/0013): a job naming an object that is being deleted, or was deleted after the
+  /// job was leased (it may have found the object before the delete and skipped its upload), is not
+  /// written: it goes back to the queue shortly, its attempt not counted, and comes back with refused.
+  /// The objects of every job not written (refused, or its lease lost) become collection candidates:
+  /// they may have been uploaded for nothing (collection keeps whatever is named meanwhile).
   public enum CompleteJobs: TypedStatement {
     public static let statement = SQLStatement(
       name: "complete_jobs",
       text: #"""
         WITH input AS (
-          SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[])
-                   AS t(id, token, thumbhash, render_key, reused_from, stage_ms)),
+          SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
+                               $14::text[])
+                   AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_digest)),
         locked AS MATERIALIZED (
-          SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
+          SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
            WHERE j.lease_token = i.token AND j.state = 'running'
            ORDER BY j.id FOR UPDATE OF j),
+        named AS (
+          SELECT * FROM unnest($3::bigint[], $9::text[]) AS r(job_id, storage_key)),
+        collected AS MATERIALIZED (
+          SELECT DISTINCT l.id FROM locked l
+            JOIN named n ON n.job_id = l.id
+            JOIN thumbs.gc_objects g ON g.storage_key = n.storage_key
+           WHERE g.state = 'deleting' OR g.deleted_at >= l.started_at),
+        requeued AS (
+          UPDATE thumbs.jobs j
+             SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now() + interval '5 seconds',
+                 lease_token = NULL, lease_expires_at = NULL,
+                 attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
+                   'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
+                   'outcome', 'deferred', 'error',
+                   'a thumbnail it made is being deleted by collection: it runs again, and stores it again'))
+            FROM collected c WHERE j.id = c.id
+          RETURNING j.id),
         done AS (
           UPDATE thumbs.jobs j
              SET state = 'succeeded', finished_at = now(), error_code = NULL, last_error = NULL,
                  lease_token = NULL, lease_expires_at = NULL, thumbhash = i.thumbhash,
                  render_key = i.render_key, reused_from = i.reused_from, stage_ms = i.stage_ms
-            FROM locked, input i WHERE j.id = locked.id AND i.id = j.id
+            FROM locked, input i
+           WHERE j.id = locked.id AND i.id = j.id AND locked.id NOT IN (SELECT c.id FROM collected c)
           RETURNING j.id, j.external_id, j.source_key, j.source_url, j.profile, j.render_key, j.thumbhash,
-                    j.attempts),
+                    j.attempts, j.rerender, i.spec_digest),
+        strays AS (
+          INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
+          SELECT DISTINCT n.storage_key, 'pending', 'unclaimed' FROM named n
+           WHERE n.job_id NOT IN (SELECT d.id FROM done d)
+          ON CONFLICT (storage_key) DO UPDATE SET state = 'pending', queued_at = now(), reason = 'unclaimed',
+                                                  fenced_at = NULL
+           WHERE g.state IS NULL),
         variant_rows AS (
           SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
             FROM unnest($3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[], $8::bigint[], $9::text[])
@@ -152,25 +186,27 @@ public enum SQL {
                  bytes = excluded.bytes, storage_key = excluded.storage_key, created_at = now()
           RETURNING v.job_id),
         by_external AS (
-          INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash)
+          INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
+                                          spec_digest)
           SELECT DISTINCT ON (d.external_id, d.profile)
-                 d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash
+                 d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_digest
             FROM done d WHERE d.external_id IS NOT NULL
            ORDER BY d.external_id, d.profile, d.id DESC
           ON CONFLICT (external_id, profile) WHERE external_id IS NOT NULL DO UPDATE
              SET source_url = excluded.source_url, job_id = excluded.job_id, render_key = excluded.render_key,
-                 thumbhash = excluded.thumbhash, updated_at = now()
+                 thumbhash = excluded.thumbhash, spec_digest = excluded.spec_digest, updated_at = now()
            WHERE p.job_id < excluded.job_id
           RETURNING p.id, p.job_id),
         by_source AS (
-          INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash)
+          INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
+                                          spec_digest)
           SELECT DISTINCT ON (d.source_key, d.profile)
-                 NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash
+                 NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_digest
             FROM done d WHERE d.external_id IS NULL
            ORDER BY d.source_key, d.profile, d.id DESC
           ON CONFLICT (source_url, profile) WHERE external_id IS NULL DO UPDATE
              SET job_id = excluded.job_id, render_key = excluded.render_key, thumbhash = excluded.thumbhash,
-                 updated_at = now()
+                 spec_digest = excluded.spec_digest, updated_at = now()
            WHERE p.job_id < excluded.job_id
           RETURNING p.id, p.job_id),
         current AS (SELECT id, job_id FROM by_external UNION ALL SELECT id, job_id FROM by_source),
@@ -194,25 +230,28 @@ public enum SQL {
             FROM variant_rows r GROUP BY r.job_id),
         events AS (
           INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, thumbhash, variants,
-                                        attempts)
+                                        attempts, rerender)
           SELECT d.id, d.external_id, 'succeeded', thumbs.redact_url(d.source_url), d.profile, d.thumbhash,
-                 l.variants, d.attempts
+                 l.variants, d.attempts, d.rerender
             FROM done d LEFT JOIN variant_lists l ON l.job_id = d.id
            ORDER BY d.id
           RETURNING id)
-        SELECT d.id, (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
+        SELECT d.id, false AS refused,
+               (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
           FROM done d
+        UNION ALL
+        SELECT q.id, true, 0 FROM requeued q
         """#,
       parameters: [
         "ids", "tokens", "variant_job_ids", "names", "widths", "heights", "formats", "bytes", "storage_keys",
-        "thumbhashes", "render_keys", "reused_from", "stage_ms",
+        "thumbhashes", "render_keys", "reused_from", "stage_ms", "spec_digests",
       ],
       parameterTypes: [
         "bigint[]", "uuid[]", "bigint[]", "text[]", "int[]", "int[]", "text[]", "bigint[]", "text[]",
-        "text[]", "text[]", "bigint[]", "jsonb[]",
+        "text[]", "text[]", "bigint[]", "jsonb[]", "text[]",
       ],
-      columns: ["id", "notified"],
-      columnTypes: ["bigint", "bigint"])
+      columns: ["id", "refused", "notified"],
+      columnTypes: ["bigint", "bool", "bigint"])
 
     public struct Parameters: StatementParameters {
       public var ids: [Int64]
@@ -228,11 +267,12 @@ public enum SQL {
       public var renderKeys: [String?]
       public var reusedFrom: [Int64?]
       public var stageMS: [String?]
+      public var specDigests: [String?]
 
       public init(
         ids: [Int64], tokens: [String], variantJobIDs: [Int64], names: [String], widths: [Int],
         heights: [Int], formats: [String], bytes: [Int64], storageKeys: [String], thumbhashes: [String?],
-        renderKeys: [String?], reusedFrom: [Int64?], stageMS: [String?]
+        renderKeys: [String?], reusedFrom: [Int64?], stageMS: [String?], specDigests: [String?]
       ) {
         self.ids = ids
         self.tokens = tokens
@@ -247,6 +287,7 @@ public enum SQL {
         self.renderKeys = renderKeys
         self.reusedFrom = reusedFrom
         self.stageMS = stageMS
+        self.specDigests = specDigests
       }
 
       public var values: [String?] {
@@ -256,16 +297,19 @@ public enum SQL {
           PostgresArray.literal(formats), PostgresArray.literal(bytes), PostgresArray.literal(storageKeys),
           PostgresArray.literal(thumbhashes), PostgresArray.literal(renderKeys),
           PostgresArray.literal(reusedFrom), PostgresArray.literal(stageMS),
+          PostgresArray.literal(specDigests),
         ]
       }
     }
 
     public struct Row: StatementRow, Equatable {
       public var id: Int64
+      public var refused: Bool
       public var notified: Int64
 
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
+        refused = try row.decode("refused")
         notified = try row.decode("notified")
       }
     }
@@ -470,12 +514,13 @@ public enum SQL {
                  'error_code', i.code, 'error', i.message))
           FROM locked, input i
          WHERE j.id = locked.id AND i.id = j.id
-        RETURNING j.id, j.external_id, j.source_url, j.profile, j.state, j.error_code, j.last_error, j.attempts),
+        RETURNING j.id, j.external_id, j.source_url, j.profile, j.state, j.error_code, j.last_error, j.attempts,
+                  j.rerender),
         events AS (
           INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
-                                        attempts)
+                                        attempts, rerender)
           SELECT w.id, w.external_id, 'failed', thumbs.redact_url(w.source_url), w.profile,
-                 w.error_code, w.last_error, w.attempts
+                 w.error_code, w.last_error, w.attempts, w.rerender
             FROM written w WHERE w.state = 'failed'
            ORDER BY w.id
           RETURNING id)
@@ -656,6 +701,457 @@ public enum SQL {
 
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
+      }
+    }
+  }
+
+  /// Makes orphans (found in storage, named by nothing) collection candidates, due at once: they are
+  /// older than the grace already. Collection still checks, under its fence, that nothing names them.
+  public enum GcAdopt: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "gc_adopt",
+      text: #"""
+        WITH adopted AS (
+          INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason, queued_at)
+          SELECT DISTINCT k, 'pending', 'orphan', now() - make_interval(secs => $2::float8)
+            FROM unnest($1::text[]) AS k
+          ON CONFLICT (storage_key) DO UPDATE
+             SET state = 'pending', reason = 'orphan', queued_at = excluded.queued_at, fenced_at = NULL
+           WHERE g.state IS NULL
+          RETURNING 1)
+        SELECT count(*) AS adopted FROM adopted
+        """#,
+      parameters: ["storage_keys", "grace_seconds"],
+      parameterTypes: ["text[]", "float8"],
+      columns: ["adopted"],
+      columnTypes: ["bigint"])
+
+    public struct Parameters: StatementParameters {
+      public var storageKeys: [String]
+      public var graceSeconds: Double
+
+      public init(storageKeys: [String], graceSeconds: Double) {
+        self.storageKeys = storageKeys
+        self.graceSeconds = graceSeconds
+      }
+
+      public var values: [String?] {
+        [PostgresArray.literal(storageKeys), graceSeconds.postgresText]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var adopted: Int64
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        adopted = try row.decode("adopted")
+      }
+    }
+  }
+
+  /// What collection has to do, for `thumbd gc --dry-run`: every candidate and marked object, oldest
+  /// first, with how long it has waited, whether something live names it now (it would be kept), and the
+  /// storage's last error for a delete that failed.
+  public enum GcCandidates: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "gc_candidates",
+      text: #"""
+        SELECT g.storage_key, g.state, g.reason, extract(epoch FROM now() - g.queued_at)::float8 AS age_seconds,
+               thumbs.object_is_named(g.storage_key) AS named, g.attempts, g.last_error
+          FROM thumbs.gc_objects g
+         WHERE g.state IS NOT NULL
+         ORDER BY g.queued_at, g.storage_key
+         LIMIT $1
+        """#,
+      parameters: ["limit"],
+      parameterTypes: ["bigint"],
+      columns: ["storage_key", "state", "reason", "age_seconds", "named", "attempts", "last_error"],
+      columnTypes: ["text", "text", "text", "float8", "bool", "int", "text"])
+
+    public struct Parameters: StatementParameters {
+      public var limit: Int64
+
+      public init(limit: Int64) {
+        self.limit = limit
+      }
+
+      public var values: [String?] {
+        [limit.postgresText]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var storageKey: String
+      public var state: String
+      public var reason: String?
+      public var ageSeconds: Double
+      public var named: Bool
+      public var attempts: Int
+      public var lastError: String?
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        storageKey = try row.decode("storage_key")
+        state = try row.decode("state")
+        reason = try row.decode("reason")
+        ageSeconds = try row.decode("age_seconds")
+        named = try row.decode("named")
+        attempts = try row.decode("attempts")
+        lastError = try row.decode("last_error")
+      }
+    }
+  }
+
+  /// Claims up to $2 objects to delete from storage, for $3 seconds (a collector killed meanwhile leaves
+  /// them to the next one when the claim runs out): objects marked deleting and fenced before every
+  /// running job was leased. Every job leased before the fence has ended, so its outcome is visible here:
+  /// an object it named is kept (the mark is dropped), as are the keys of the erasures waiting on it.
+  /// Nothing is claimed while a worker that does not refuse completions naming marked objects (an older
+  /// release) is registered or runs a job unregistered.
+  public enum GcClaim: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "gc_claim",
+      text: #"""
+        WITH oldest_running AS MATERIALIZED (
+          SELECT coalesce(min(j.started_at), 'infinity'::timestamptz) AS started_at
+            FROM thumbs.jobs j WHERE j.state = 'running'),
+        unfenced AS MATERIALIZED (
+          SELECT EXISTS (SELECT 1 FROM thumbs.workers w WHERE NOT w.fences_collection)
+              OR EXISTS (SELECT 1 FROM thumbs.jobs j
+                          WHERE j.state = 'running'
+                            AND NOT EXISTS (SELECT 1 FROM thumbs.workers w WHERE w.id = j.leased_by)) AS blocked),
+        ready AS MATERIALIZED (
+          SELECT g.storage_key FROM thumbs.gc_objects g, oldest_running o, unfenced u
+           WHERE g.state = 'deleting' AND g.fenced_at < o.started_at AND NOT u.blocked
+             AND (g.claim_expires_at IS NULL OR g.claim_expires_at < now())
+           ORDER BY g.fenced_at
+           LIMIT $2
+           FOR UPDATE OF g SKIP LOCKED),
+        judged AS MATERIALIZED (
+          SELECT r.storage_key, thumbs.object_is_named(r.storage_key) AS named FROM ready r),
+        changed AS (
+          UPDATE thumbs.gc_objects g
+             SET state = CASE WHEN j.named THEN NULL ELSE 'deleting' END,
+                 claimed_by = CASE WHEN j.named THEN NULL ELSE $1 END,
+                 claim_expires_at = CASE WHEN j.named THEN NULL ELSE now() + make_interval(secs => $3::float8) END,
+                 attempts = g.attempts + CASE WHEN j.named THEN 0 ELSE 1 END
+            FROM judged j
+           WHERE g.storage_key = j.storage_key
+          RETURNING g.storage_key, j.named),
+        kept AS (
+          UPDATE thumbs.erasure_keys k SET outcome = 'kept'
+           WHERE k.outcome IS NULL AND k.storage_key IN (SELECT c.storage_key FROM changed c WHERE c.named))
+        SELECT c.storage_key FROM changed c WHERE NOT c.named ORDER BY c.storage_key
+        """#,
+      parameters: ["worker", "batch_size", "claim_seconds"],
+      parameterTypes: ["text", "bigint", "float8"],
+      columns: ["storage_key"],
+      columnTypes: ["text"])
+
+    public struct Parameters: StatementParameters {
+      public var worker: String
+      public var batchSize: Int64
+      public var claimSeconds: Double
+
+      public init(worker: String, batchSize: Int64, claimSeconds: Double) {
+        self.worker = worker
+        self.batchSize = batchSize
+        self.claimSeconds = claimSeconds
+      }
+
+      public var values: [String?] {
+        [worker.postgresText, batchSize.postgresText, claimSeconds.postgresText]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var storageKey: String
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        storageKey = try row.decode("storage_key")
+      }
+    }
+  }
+
+  /// The objects are gone from storage: they stop being candidates, keep the time of their deletion (a
+  /// completion of a job leased before it is refused), and the erasures waiting on them count them
+  /// deleted.
+  public enum GcDeleted: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "gc_deleted",
+      text: #"""
+        WITH done AS (
+          UPDATE thumbs.gc_objects g
+             SET state = NULL, deleted_at = now(), fenced_at = NULL, claimed_by = NULL, claim_expires_at = NULL,
+                 last_error = NULL
+           WHERE g.storage_key = ANY ($1::text[]) AND g.state = 'deleting'
+          RETURNING g.storage_key),
+        decided AS (
+          UPDATE thumbs.erasure_keys k SET outcome = 'deleted'
+           WHERE k.outcome IS NULL AND k.storage_key IN (SELECT d.storage_key FROM done d))
+        SELECT count(*) AS deleted FROM done
+        """#,
+      parameters: ["storage_keys"],
+      parameterTypes: ["text[]"],
+      columns: ["deleted"],
+      columnTypes: ["bigint"])
+
+    public struct Parameters: StatementParameters {
+      public var storageKeys: [String]
+
+      public init(storageKeys: [String]) {
+        self.storageKeys = storageKeys
+      }
+
+      public var values: [String?] {
+        [PostgresArray.literal(storageKeys)]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var deleted: Int64
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        deleted = try row.decode("deleted")
+      }
+    }
+  }
+
+  /// The storage did not delete these objects: they stay marked (a completion naming them is still
+  /// refused), claimable again after their delay, with the storage's error.
+  public enum GcFailed: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "gc_failed",
+      text: #"""
+        WITH input AS (
+          SELECT * FROM unnest($1::text[], $2::text[], $3::float8[]) AS t(storage_key, error, retry_after)),
+        failed AS (
+          UPDATE thumbs.gc_objects g
+             SET claimed_by = NULL, claim_expires_at = now() + make_interval(secs => i.retry_after),
+                 last_error = i.error
+            FROM input i
+           WHERE g.storage_key = i.storage_key AND g.state = 'deleting'
+          RETURNING 1)
+        SELECT count(*) AS failed FROM failed
+        """#,
+      parameters: ["storage_keys", "errors", "retry_after"],
+      parameterTypes: ["text[]", "text[]", "float8[]"],
+      columns: ["failed"],
+      columnTypes: ["bigint"])
+
+    public struct Parameters: StatementParameters {
+      public var storageKeys: [String]
+      public var errors: [String]
+      public var retryAfter: [Double]
+
+      public init(storageKeys: [String], errors: [String], retryAfter: [Double]) {
+        self.storageKeys = storageKeys
+        self.errors = errors
+        self.retryAfter = retryAfter
+      }
+
+      public var values: [String?] {
+        [
+          PostgresArray.literal(storageKeys), PostgresArray.literal(errors),
+          PostgresArray.literal(retryAfter),
+        ]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var failed: Int64
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        failed = try row.decode("failed")
+      }
+    }
+  }
+
+  /// Stamps the objects marked deleting with the time this statement saw the mark (migrations/0013). It
+  /// runs after the mark committed, so a job leased after the stamp sees the mark when it completes, and
+  /// is refused if it names the object; the jobs leased before it are waited for (gc_claim).
+  public enum GcFence: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "gc_fence",
+      text: #"""
+        WITH fenced AS (
+          UPDATE thumbs.gc_objects g SET fenced_at = clock_timestamp()
+           WHERE g.state = 'deleting' AND g.fenced_at IS NULL
+          RETURNING 1)
+        SELECT count(*) AS fenced FROM fenced
+        """#,
+      parameters: [],
+      parameterTypes: [],
+      columns: ["fenced"],
+      columnTypes: ["bigint"])
+
+    public typealias Parameters = NoParameters
+
+    public struct Row: StatementRow, Equatable {
+      public var fenced: Int64
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        fenced = try row.decode("fenced")
+      }
+    }
+  }
+
+  /// The first phase of collection (migrations/0013): candidates whose grace ($1 seconds) has passed are
+  /// marked deleting, unless something live names them (then they are kept, and so are the keys of every
+  /// erasure waiting on them). Up to $2 candidates, taken with SKIP LOCKED: many collectors at once never
+  /// wait on each other.
+  public enum GcMark: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "gc_mark",
+      text: #"""
+        WITH due AS MATERIALIZED (
+          SELECT g.storage_key FROM thumbs.gc_objects g
+           WHERE g.state = 'pending' AND g.queued_at <= now() - make_interval(secs => $1::float8)
+           ORDER BY g.queued_at
+           LIMIT $2
+           FOR UPDATE SKIP LOCKED),
+        judged AS MATERIALIZED (
+          SELECT d.storage_key, thumbs.object_is_named(d.storage_key) AS named FROM due d),
+        changed AS (
+          UPDATE thumbs.gc_objects g
+             SET state = CASE WHEN j.named THEN NULL ELSE 'deleting' END, fenced_at = NULL, claimed_by = NULL,
+                 claim_expires_at = NULL
+            FROM judged j
+           WHERE g.storage_key = j.storage_key
+          RETURNING g.storage_key, j.named),
+        kept AS (
+          UPDATE thumbs.erasure_keys k SET outcome = 'kept'
+           WHERE k.outcome IS NULL AND k.storage_key IN (SELECT c.storage_key FROM changed c WHERE c.named))
+        SELECT count(*) FILTER (WHERE NOT c.named) AS marked, count(*) FILTER (WHERE c.named) AS kept
+          FROM changed c
+        """#,
+      parameters: ["grace_seconds", "batch_size"],
+      parameterTypes: ["float8", "bigint"],
+      columns: ["marked", "kept"],
+      columnTypes: ["bigint", "bigint"])
+
+    public struct Parameters: StatementParameters {
+      public var graceSeconds: Double
+      public var batchSize: Int64
+
+      public init(graceSeconds: Double, batchSize: Int64) {
+        self.graceSeconds = graceSeconds
+        self.batchSize = batchSize
+      }
+
+      public var values: [String?] {
+        [graceSeconds.postgresText, batchSize.postgresText]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var marked: Int64
+      public var kept: Int64
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        marked = try row.decode("marked")
+        kept = try row.decode("kept")
+      }
+    }
+  }
+
+  /// Erasures whose every key is decided (deleted or kept) get their `forgotten` event, listing the keys
+  /// deleted, announced on thumbs_events; then the erasure's rows go. Up to $1 at a time, SKIP LOCKED.
+  /// Candidates that are not (kept, or deleted long enough ago that no running job was leased before)
+  /// are pruned too.
+  public enum GcSettle: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "gc_settle",
+      text: #"""
+        WITH finished AS MATERIALIZED (
+          SELECT e.id, e.job_id, e.external_id, e.profile FROM thumbs.erasures e
+           WHERE NOT EXISTS (SELECT 1 FROM thumbs.erasure_keys k WHERE k.erasure_id = e.id AND k.outcome IS NULL)
+           ORDER BY e.id
+           LIMIT $1
+           FOR UPDATE SKIP LOCKED),
+        events AS (
+          INSERT INTO thumbs.event_log (job_id, external_id, kind, profile, storage_keys)
+          SELECT f.job_id, f.external_id, 'forgotten', f.profile,
+                 (SELECT coalesce(jsonb_agg(k.storage_key ORDER BY k.storage_key)
+                                  FILTER (WHERE k.outcome = 'deleted'), '[]'::jsonb)
+                    FROM thumbs.erasure_keys k WHERE k.erasure_id = f.id)
+            FROM finished f
+           ORDER BY f.id
+          RETURNING id),
+        gone AS (
+          DELETE FROM thumbs.erasures e USING finished f WHERE e.id = f.id),
+        idle AS (
+          DELETE FROM thumbs.gc_objects g
+           WHERE g.state IS NULL
+             AND (g.deleted_at IS NULL
+                  OR g.deleted_at < least(now() - interval '10 minutes',
+                                          (SELECT min(j.started_at) FROM thumbs.jobs j WHERE j.state = 'running'))))
+        SELECT (SELECT count(*) FROM events) AS events,
+               (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
+        """#,
+      parameters: ["batch_size"],
+      parameterTypes: ["bigint"],
+      columns: ["events", "notified"],
+      columnTypes: ["bigint", "bigint"])
+
+    public struct Parameters: StatementParameters {
+      public var batchSize: Int64
+
+      public init(batchSize: Int64) {
+        self.batchSize = batchSize
+      }
+
+      public var values: [String?] {
+        [batchSize.postgresText]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var events: Int64
+      public var notified: Int64
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        events = try row.decode("events")
+        notified = try row.decode("notified")
+      }
+    }
+  }
+
+  /// Of the storage keys given (a page of a storage listing), those nothing names: no current thumbnail,
+  /// no job's variant, and not already a candidate. `thumbd gc` calls them orphans (an upload whose job
+  /// never recorded it: a crash between the two).
+  public enum GcUnnamed: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "gc_unnamed",
+      text: #"""
+        SELECT k.storage_key
+          FROM unnest($1::text[]) AS k(storage_key)
+         WHERE NOT thumbs.object_is_named(k.storage_key)
+           AND NOT EXISTS (SELECT 1 FROM thumbs.gc_objects g
+                            WHERE g.storage_key = k.storage_key AND g.state IS NOT NULL)
+         ORDER BY k.storage_key
+        """#,
+      parameters: ["storage_keys"],
+      parameterTypes: ["text[]"],
+      columns: ["storage_key"],
+      columnTypes: ["text"])
+
+    public struct Parameters: StatementParameters {
+      public var storageKeys: [String]
+
+      public init(storageKeys: [String]) {
+        self.storageKeys = storageKeys
+      }
+
+      public var values: [String?] {
+        [PostgresArray.literal(storageKeys)]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var storageKey: String
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        storageKey = try row.decode("storage_key")
       }
     }
   }
@@ -1095,6 +1591,9 @@ public enum SQL {
   /// jobs_ready_idx (state = 'queued', which holds run_at) gives queued, ready and the oldest run_at, and
   /// jobs_running_idx (state = 'running') gives running. Finished jobs are not counted: that would read
   /// every finished row (thumbs.queue_overview does, for people who ask).
+  ///
+  /// gc_backlog: objects collection still has to decide on or delete (migrations/0013), from the partial
+  /// index of candidates.
   public enum QueueDepth: TypedStatement {
     public static let statement = SQLStatement(
       name: "queue_depth",
@@ -1107,13 +1606,14 @@ public enum SQL {
            WHERE state = 'queued')
         SELECT q.queued, q.ready,
                (SELECT count(*) FROM thumbs.jobs WHERE state = 'running') AS running,
-               coalesce(extract(epoch FROM now() - q.oldest_ready), 0)::float8 AS oldest_ready_seconds
+               coalesce(extract(epoch FROM now() - q.oldest_ready), 0)::float8 AS oldest_ready_seconds,
+               (SELECT count(*) FROM thumbs.gc_objects g WHERE g.state IS NOT NULL) AS gc_backlog
           FROM queued q
         """#,
       parameters: [],
       parameterTypes: [],
-      columns: ["queued", "ready", "running", "oldest_ready_seconds"],
-      columnTypes: ["bigint", "bigint", "bigint", "float8"])
+      columns: ["queued", "ready", "running", "oldest_ready_seconds", "gc_backlog"],
+      columnTypes: ["bigint", "bigint", "bigint", "float8", "bigint"])
 
     public typealias Parameters = NoParameters
 
@@ -1122,12 +1622,14 @@ public enum SQL {
       public var ready: Int64
       public var running: Int64
       public var oldestReadySeconds: Double
+      public var gcBacklog: Int64
 
       public init(_ row: ResultRow) throws(PostgresError) {
         queued = try row.decode("queued")
         ready = try row.decode("ready")
         running = try row.decode("running")
         oldestReadySeconds = try row.decode("oldest_ready_seconds")
+        gcBacklog = try row.decode("gc_backlog")
       }
     }
   }
@@ -1308,12 +1810,13 @@ public enum SQL {
                    'error', 'lease expired: the worker stopped heartbeating'))
             FROM expired
            WHERE j.id = expired.id AND j.state = 'running' AND j.lease_expires_at < now()
-          RETURNING j.id, j.state, j.external_id, j.source_url, j.profile, j.error_code, j.last_error, j.attempts),
+          RETURNING j.id, j.state, j.external_id, j.source_url, j.profile, j.error_code, j.last_error, j.attempts,
+                    j.rerender),
         events AS (
           INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
-                                        attempts)
+                                        attempts, rerender)
           SELECT r.id, r.external_id, 'failed', thumbs.redact_url(r.source_url), r.profile,
-                 r.error_code, r.last_error, r.attempts
+                 r.error_code, r.last_error, r.attempts, r.rerender
             FROM rescued r WHERE r.state = 'failed'
            ORDER BY r.id
           RETURNING id)
@@ -1502,7 +2005,9 @@ public enum SQL {
     AnnounceWorker.statement, AppliedMigrations.statement, CompleteJobs.statement,
     CreateMigrationsTable.statement, CreateThumbsSchema.statement, DispatchWebhookEvents.statement,
     EnqueueJob.statement, ExpireWorkers.statement, FailJobs.statement, FindRendered.statement,
-    FinishWebhookDeliveries.statement, HandBackJobs.statement, HeartbeatJobs.statement, LeaseJobs.statement,
+    FinishWebhookDeliveries.statement, GcAdopt.statement, GcCandidates.statement, GcClaim.statement,
+    GcDeleted.statement, GcFailed.statement, GcFence.statement, GcMark.statement, GcSettle.statement,
+    GcUnnamed.statement, HandBackJobs.statement, HeartbeatJobs.statement, LeaseJobs.statement,
     LeaseWebhookDeliveries.statement, ListenJobs.statement, LockMigrations.statement, PruneEvents.statement,
     PruneJobs.statement, PruneOriginals.statement, QueueDepth.statement, RecordMigration.statement,
     RecordOriginal.statement, RegisterWebhook.statement, RescueExpiredJobs.statement, SchemaVersion.statement,

@@ -2,17 +2,19 @@
 -- Registers a worker or refreshes its thumbs.workers row (heartbeat time, state, counters). An upsert,
 -- so a worker whose row expired while it was frozen or cut off comes back once it can reach the
 -- database again. source_schemes: the schemes of source URLs it reads (a worker of a release that does
--- not say reads http and https only, and is not given s3:// jobs: migration 0012).
+-- not say reads http and https only, and is not given s3:// jobs: migration 0012). fences_collection:
+-- it refuses completions naming objects being deleted (migration 0013).
 -- params: id text, host text, pid int, version text, concurrency int, memory_budget bigint,
 -- params: lease_seconds float8, state text, jobs_succeeded bigint, jobs_failed bigint,
 -- params: jobs_retried bigint, leases_lost bigint, source_schemes text[]
 -- returns: none
 INSERT INTO thumbs.workers AS w
        (id, host, pid, version, concurrency, memory_budget, lease_ttl, state,
-        jobs_succeeded, jobs_failed, jobs_retried, leases_lost, source_schemes)
+        jobs_succeeded, jobs_failed, jobs_retried, leases_lost, source_schemes, fences_collection)
 VALUES ($1, $2, $3::int, $4, $5::int, $6::bigint, make_interval(secs => $7::float8), $8,
-        $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::text[])
+        $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::text[], true)
 ON CONFLICT (id) DO UPDATE
    SET last_heartbeat_at = now(), state = excluded.state, jobs_succeeded = excluded.jobs_succeeded,
        jobs_failed = excluded.jobs_failed, jobs_retried = excluded.jobs_retried,
-       leases_lost = excluded.leases_lost, source_schemes = excluded.source_schemes
+       leases_lost = excluded.leases_lost, source_schemes = excluded.source_schemes,
+       fences_collection = true

@@ -14,25 +14,57 @@
 --
 -- Each job's `succeeded` event (migrations/0010) is written too, and announced on thumbs_events;
 -- notified counts the announcements (evaluated once, on the first row).
+--
+-- Collection (migrations/0013): a job naming an object that is being deleted, or was deleted after the
+-- job was leased (it may have found the object before the delete and skipped its upload), is not
+-- written: it goes back to the queue shortly, its attempt not counted, and comes back with refused.
+-- The objects of every job not written (refused, or its lease lost) become collection candidates:
+-- they may have been uploaded for nothing (collection keeps whatever is named meanwhile).
 -- params: ids bigint[], tokens uuid[], variant_job_ids bigint[], names text[], widths int[],
 -- params: heights int[], formats text[], bytes bigint[], storage_keys text[], thumbhashes text?[],
--- params: render_keys text?[], reused_from bigint?[], stage_ms jsonb?[]
--- returns: id bigint, notified bigint
+-- params: render_keys text?[], reused_from bigint?[], stage_ms jsonb?[], spec_digests text?[]
+-- returns: id bigint, refused bool, notified bigint
 WITH input AS (
-  SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[])
-           AS t(id, token, thumbhash, render_key, reused_from, stage_ms)),
+  SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
+                       $14::text[])
+           AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_digest)),
 locked AS MATERIALIZED (
-  SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
+  SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
    WHERE j.lease_token = i.token AND j.state = 'running'
    ORDER BY j.id FOR UPDATE OF j),
+named AS (
+  SELECT * FROM unnest($3::bigint[], $9::text[]) AS r(job_id, storage_key)),
+collected AS MATERIALIZED (
+  SELECT DISTINCT l.id FROM locked l
+    JOIN named n ON n.job_id = l.id
+    JOIN thumbs.gc_objects g ON g.storage_key = n.storage_key
+   WHERE g.state = 'deleting' OR g.deleted_at >= l.started_at),
+requeued AS (
+  UPDATE thumbs.jobs j
+     SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now() + interval '5 seconds',
+         lease_token = NULL, lease_expires_at = NULL,
+         attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
+           'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
+           'outcome', 'deferred', 'error',
+           'a thumbnail it made is being deleted by collection: it runs again, and stores it again'))
+    FROM collected c WHERE j.id = c.id
+  RETURNING j.id),
 done AS (
   UPDATE thumbs.jobs j
      SET state = 'succeeded', finished_at = now(), error_code = NULL, last_error = NULL,
          lease_token = NULL, lease_expires_at = NULL, thumbhash = i.thumbhash,
          render_key = i.render_key, reused_from = i.reused_from, stage_ms = i.stage_ms
-    FROM locked, input i WHERE j.id = locked.id AND i.id = j.id
+    FROM locked, input i
+   WHERE j.id = locked.id AND i.id = j.id AND locked.id NOT IN (SELECT c.id FROM collected c)
   RETURNING j.id, j.external_id, j.source_key, j.source_url, j.profile, j.render_key, j.thumbhash,
-            j.attempts),
+            j.attempts, j.rerender, i.spec_digest),
+strays AS (
+  INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
+  SELECT DISTINCT n.storage_key, 'pending', 'unclaimed' FROM named n
+   WHERE n.job_id NOT IN (SELECT d.id FROM done d)
+  ON CONFLICT (storage_key) DO UPDATE SET state = 'pending', queued_at = now(), reason = 'unclaimed',
+                                          fenced_at = NULL
+   WHERE g.state IS NULL),
 variant_rows AS (
   SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
     FROM unnest($3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[], $8::bigint[], $9::text[])
@@ -46,25 +78,27 @@ stored AS (
          bytes = excluded.bytes, storage_key = excluded.storage_key, created_at = now()
   RETURNING v.job_id),
 by_external AS (
-  INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash)
+  INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
+                                  spec_digest)
   SELECT DISTINCT ON (d.external_id, d.profile)
-         d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash
+         d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_digest
     FROM done d WHERE d.external_id IS NOT NULL
    ORDER BY d.external_id, d.profile, d.id DESC
   ON CONFLICT (external_id, profile) WHERE external_id IS NOT NULL DO UPDATE
      SET source_url = excluded.source_url, job_id = excluded.job_id, render_key = excluded.render_key,
-         thumbhash = excluded.thumbhash, updated_at = now()
+         thumbhash = excluded.thumbhash, spec_digest = excluded.spec_digest, updated_at = now()
    WHERE p.job_id < excluded.job_id
   RETURNING p.id, p.job_id),
 by_source AS (
-  INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash)
+  INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
+                                  spec_digest)
   SELECT DISTINCT ON (d.source_key, d.profile)
-         NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash
+         NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_digest
     FROM done d WHERE d.external_id IS NULL
    ORDER BY d.source_key, d.profile, d.id DESC
   ON CONFLICT (source_url, profile) WHERE external_id IS NULL DO UPDATE
      SET job_id = excluded.job_id, render_key = excluded.render_key, thumbhash = excluded.thumbhash,
-         updated_at = now()
+         spec_digest = excluded.spec_digest, updated_at = now()
    WHERE p.job_id < excluded.job_id
   RETURNING p.id, p.job_id),
 current AS (SELECT id, job_id FROM by_external UNION ALL SELECT id, job_id FROM by_source),
@@ -88,11 +122,14 @@ variant_lists AS (
     FROM variant_rows r GROUP BY r.job_id),
 events AS (
   INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, thumbhash, variants,
-                                attempts)
+                                attempts, rerender)
   SELECT d.id, d.external_id, 'succeeded', thumbs.redact_url(d.source_url), d.profile, d.thumbhash,
-         l.variants, d.attempts
+         l.variants, d.attempts, d.rerender
     FROM done d LEFT JOIN variant_lists l ON l.job_id = d.id
    ORDER BY d.id
   RETURNING id)
-SELECT d.id, (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
+SELECT d.id, false AS refused,
+       (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
   FROM done d
+UNION ALL
+SELECT q.id, true, 0 FROM requeued q

@@ -34,12 +34,13 @@ UPDATE thumbs.jobs j
          'error_code', i.code, 'error', i.message))
   FROM locked, input i
  WHERE j.id = locked.id AND i.id = j.id
-RETURNING j.id, j.external_id, j.source_url, j.profile, j.state, j.error_code, j.last_error, j.attempts),
+RETURNING j.id, j.external_id, j.source_url, j.profile, j.state, j.error_code, j.last_error, j.attempts,
+          j.rerender),
 events AS (
   INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
-                                attempts)
+                                attempts, rerender)
   SELECT w.id, w.external_id, 'failed', thumbs.redact_url(w.source_url), w.profile,
-         w.error_code, w.last_error, w.attempts
+         w.error_code, w.last_error, w.attempts, w.rerender
     FROM written w WHERE w.state = 'failed'
    ORDER BY w.id
   RETURNING id)

@@ -27,12 +27,13 @@ rescued AS (
            'error', 'lease expired: the worker stopped heartbeating'))
     FROM expired
    WHERE j.id = expired.id AND j.state = 'running' AND j.lease_expires_at < now()
-  RETURNING j.id, j.state, j.external_id, j.source_url, j.profile, j.error_code, j.last_error, j.attempts),
+  RETURNING j.id, j.state, j.external_id, j.source_url, j.profile, j.error_code, j.last_error, j.attempts,
+            j.rerender),
 events AS (
   INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
-                                attempts)
+                                attempts, rerender)
   SELECT r.id, r.external_id, 'failed', thumbs.redact_url(r.source_url), r.profile,
-         r.error_code, r.last_error, r.attempts
+         r.error_code, r.last_error, r.attempts, r.rerender
     FROM rescued r WHERE r.state = 'failed'
    ORDER BY r.id
   RETURNING id)

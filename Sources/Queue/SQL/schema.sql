@@ -18,10 +18,11 @@ CREATE FUNCTION thumbs.cancel(job_id bigint) RETURNS boolean
     UPDATE thumbs.jobs j
        SET state = 'cancelled', finished_at = now(), lease_token = NULL, lease_expires_at = NULL
      WHERE j.id = cancel.job_id AND j.state IN ('queued', 'running')
-    RETURNING j.id, j.external_id, j.source_url, j.profile, j.attempts),
+    RETURNING j.id, j.external_id, j.source_url, j.profile, j.attempts, j.rerender),
   written AS (
-    INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, attempts)
-    SELECT c.id, c.external_id, 'cancelled', thumbs.redact_url(c.source_url), c.profile, c.attempts
+    INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, attempts, rerender)
+    SELECT c.id, c.external_id, 'cancelled', thumbs.redact_url(c.source_url), c.profile, c.attempts,
+           c.rerender
       FROM cancelled c
     RETURNING id)
   SELECT count(pg_notify('thumbs_events', w.id::text)) > 0 FROM written w;
@@ -127,6 +128,118 @@ CREATE FUNCTION thumbs.expire_workers() RETURNS integer
   SELECT count(*)::int FROM gone;
 $$;
 
+CREATE FUNCTION thumbs.forget(job_id bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  photo_external_id text;
+  photo_source text;
+  found_state text;
+BEGIN
+  SELECT j.external_id, j.source_key, j.state INTO photo_external_id, photo_source, found_state
+    FROM thumbs.jobs j WHERE j.id = forget.job_id;
+  IF NOT FOUND OR found_state = 'forgotten' THEN
+    RETURN false;
+  END IF;
+  RETURN thumbs.forget_photo(photo_external_id, photo_source, forget.job_id) >= 0;
+END;
+$$;
+
+CREATE FUNCTION thumbs.forget_external(external_id text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+  IF external_id IS NULL OR external_id = '' THEN
+    RAISE EXCEPTION 'thumbs.forget_external: external_id must not be empty' USING ERRCODE = '22023';
+  END IF;
+  RETURN greatest(thumbs.forget_photo(forget_external.external_id, NULL, NULL), 0);
+END;
+$$;
+
+CREATE FUNCTION thumbs.forget_photo(photo_external_id text, photo_source text, named_job bigint) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  ids bigint[];
+  urls text[];
+  live int;
+  photo_ids bigint[];
+BEGIN
+  IF photo_external_id IS NOT NULL THEN
+    SELECT coalesce(array_agg(s.id ORDER BY s.id), '{}'), coalesce(array_agg(DISTINCT s.source_url), '{}'),
+           count(*) FILTER (WHERE s.state IN ('queued', 'running'))
+      INTO ids, urls, live
+      FROM (SELECT j.id, j.source_url, j.state FROM thumbs.jobs j
+             WHERE j.external_id = photo_external_id AND j.state <> 'forgotten'
+             ORDER BY j.id FOR UPDATE) s;
+    SELECT coalesce(array_agg(s.id), '{}'), urls || coalesce(array_agg(s.source_url), '{}')
+      INTO photo_ids, urls
+      FROM (SELECT ph.id, ph.source_url FROM thumbs.photos ph
+             WHERE ph.external_id = photo_external_id ORDER BY ph.id FOR UPDATE) s;
+  ELSE
+    SELECT coalesce(array_agg(s.id ORDER BY s.id), '{}'), coalesce(array_agg(DISTINCT s.source_url), '{}'),
+           count(*) FILTER (WHERE s.state IN ('queued', 'running'))
+      INTO ids, urls, live
+      FROM (SELECT j.id, j.source_url, j.state FROM thumbs.jobs j
+             WHERE j.source_key = photo_source AND j.external_id IS NULL AND j.state <> 'forgotten'
+             ORDER BY j.id FOR UPDATE) s;
+    SELECT coalesce(array_agg(s.id), '{}'), urls || coalesce(array_agg(s.source_url), '{}')
+      INTO photo_ids, urls
+      FROM (SELECT ph.id, ph.source_url FROM thumbs.photos ph
+             WHERE ph.external_id IS NULL AND ph.source_url = photo_source ORDER BY ph.id FOR UPDATE) s;
+  END IF;
+  IF cardinality(ids) = 0 AND cardinality(photo_ids) = 0 THEN
+    RETURN -1;
+  END IF;
+
+  -- One erasure per profile of the photo, with the keys its current thumbnails and its jobs named; each
+  -- key becomes a candidate (again, if it was collected or kept before).
+  WITH profiles AS (
+    SELECT p.profile, max(p.job_id) AS newest FROM (
+      SELECT ph.profile, ph.job_id FROM thumbs.photos ph WHERE ph.id = ANY (photo_ids)
+      UNION ALL
+      SELECT j.profile, j.id FROM thumbs.jobs j WHERE j.id = ANY (ids)) p
+     GROUP BY p.profile),
+  erasures AS (
+    INSERT INTO thumbs.erasures (job_id, external_id, profile)
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM thumbs.jobs j WHERE j.id = named_job AND j.profile = p.profile)
+                THEN named_job ELSE p.newest END,
+           photo_external_id, p.profile
+      FROM profiles p
+    RETURNING id, profile),
+  keys AS (
+    SELECT j.profile, v.storage_key
+      FROM thumbs.variants v JOIN thumbs.jobs j ON j.id = v.job_id WHERE v.job_id = ANY (ids)
+    UNION
+    SELECT ph.profile, pv.storage_key
+      FROM thumbs.photos ph JOIN thumbs.photo_variants pv ON pv.photo_id = ph.id
+     WHERE ph.id = ANY (photo_ids)),
+  listed AS (
+    INSERT INTO thumbs.erasure_keys (erasure_id, storage_key)
+    SELECT e.id, k.storage_key FROM erasures e JOIN keys k ON k.profile = e.profile
+    RETURNING storage_key)
+  INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
+  SELECT DISTINCT l.storage_key, 'pending', 'forgotten' FROM listed l
+  ON CONFLICT (storage_key) DO UPDATE
+     SET state = 'pending', queued_at = now(), reason = 'forgotten', fenced_at = NULL
+   WHERE g.state IS NULL;
+
+  DELETE FROM thumbs.variants v WHERE v.job_id = ANY (ids);
+  DELETE FROM thumbs.photos ph WHERE ph.id = ANY (photo_ids);
+  UPDATE thumbs.jobs j
+     SET state = 'forgotten', finished_at = now(), source_url = NULL, metadata = '{}', thumbhash = NULL,
+         render_key = NULL, error_code = NULL, last_error = NULL, attempt_log = '[]', lease_token = NULL,
+         lease_expires_at = NULL
+   WHERE j.id = ANY (ids);
+  UPDATE thumbs.event_log e SET source_url = NULL, thumbhash = NULL, error = NULL
+   WHERE e.job_id = ANY (ids);
+  DELETE FROM thumbs.originals o WHERE o.url = ANY (urls);
+  RETURN cardinality(photo_ids) + live;
+END;
+$$;
+
 CREATE FUNCTION thumbs.lease_only_readable_sources() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -139,17 +252,35 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION thumbs.object_is_named(storage_key text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT EXISTS (SELECT 1 FROM thumbs.photo_variants pv WHERE pv.storage_key = object_is_named.storage_key)
+      OR EXISTS (SELECT 1 FROM thumbs.variants v WHERE v.storage_key = object_is_named.storage_key);
+$$;
+
 CREATE FUNCTION thumbs.prune(older_than interval DEFAULT '7 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer
     LANGUAGE sql
     AS $$
   WITH doomed AS (
     SELECT id FROM thumbs.jobs
-     WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < now() - older_than
+     WHERE state IN ('succeeded', 'failed', 'cancelled', 'forgotten') AND finished_at < now() - older_than
      ORDER BY finished_at
      LIMIT batch_size
      FOR UPDATE SKIP LOCKED),
+  keys AS (
+    SELECT DISTINCT v.storage_key FROM thumbs.variants v JOIN doomed d ON d.id = v.job_id),
   deleted AS (
-    DELETE FROM thumbs.jobs j USING doomed WHERE j.id = doomed.id RETURNING 1)
+    DELETE FROM thumbs.jobs j USING doomed WHERE j.id = doomed.id RETURNING 1),
+  candidates AS (
+    INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
+    SELECT k.storage_key, 'pending', 'pruned' FROM keys k
+     WHERE NOT EXISTS (SELECT 1 FROM thumbs.photo_variants pv WHERE pv.storage_key = k.storage_key)
+       AND NOT EXISTS (SELECT 1 FROM thumbs.variants v
+                        WHERE v.storage_key = k.storage_key AND v.job_id NOT IN (SELECT id FROM doomed))
+    ON CONFLICT (storage_key) DO UPDATE SET state = 'pending', queued_at = now(), reason = 'pruned',
+                                            fenced_at = NULL
+     WHERE g.state IS NULL)
   SELECT count(*)::int FROM deleted;
 $$;
 
@@ -209,6 +340,47 @@ CREATE FUNCTION thumbs.replay_webhooks(since timestamp with time zone, url text 
   SELECT count(*)::int FROM replayed;
 $$;
 
+CREATE FUNCTION thumbs.rerender(profile text, batch_size integer DEFAULT 1000) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+  digest text;
+  added int;
+BEGIN
+  SELECT thumbs.spec_digest(p.spec) INTO digest FROM thumbs.profiles p WHERE p.name = rerender.profile;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'thumbs.rerender: no profile named %', rerender.profile USING ERRCODE = '22023';
+  END IF;
+  WITH stale AS (
+    SELECT ph.external_id, ph.source_url FROM thumbs.photos ph
+     WHERE ph.profile = rerender.profile AND ph.spec_digest IS DISTINCT FROM digest
+       AND NOT EXISTS (
+         SELECT 1 FROM thumbs.jobs j
+          WHERE ph.external_id IS NOT NULL AND j.external_id = ph.external_id AND j.profile = ph.profile
+            AND (j.state IN ('queued', 'running')
+                 OR (j.rerender AND j.state = 'failed' AND j.spec_digest = digest)))
+       AND NOT EXISTS (
+         SELECT 1 FROM thumbs.jobs j
+          WHERE ph.external_id IS NULL AND j.source_key = ph.source_url AND j.external_id IS NULL
+            AND j.profile = ph.profile
+            AND (j.state IN ('queued', 'running')
+                 OR (j.rerender AND j.state = 'failed' AND j.spec_digest = digest)))
+     ORDER BY ph.id
+     LIMIT batch_size),
+  inserted AS (
+    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, external_id, rerender, spec_digest)
+    SELECT s.source_url, rerender.profile, -1000, s.external_id, true, digest FROM stale s
+    ON CONFLICT DO NOTHING
+    RETURNING 1)
+  SELECT count(*) INTO added FROM inserted;
+  IF added > 0 THEN
+    PERFORM pg_notify('thumbs_jobs', '');
+  END IF;
+  RETURN added;
+END;
+$$;
+
 CREATE FUNCTION thumbs.retry(job_id bigint) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -260,6 +432,12 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION thumbs.spec_digest(spec jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT encode(sha256(convert_to(spec::text, 'UTF8')), 'hex');
+$$;
+
 CREATE TABLE thumbs.photo_variants (
     photo_id bigint NOT NULL,
     name text NOT NULL,
@@ -278,7 +456,8 @@ CREATE TABLE thumbs.photos (
     job_id bigint NOT NULL,
     render_key text,
     thumbhash text,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    spec_digest text
 );
 
 CREATE VIEW thumbs.current_variants AS
@@ -297,6 +476,30 @@ CREATE VIEW thumbs.current_variants AS
    FROM (thumbs.photos p
      JOIN thumbs.photo_variants v ON ((v.photo_id = p.id)));
 
+CREATE TABLE thumbs.erasure_keys (
+    erasure_id bigint NOT NULL,
+    storage_key text NOT NULL,
+    outcome text,
+    CONSTRAINT erasure_keys_outcome_check CHECK ((outcome = ANY (ARRAY['deleted'::text, 'kept'::text])))
+);
+
+CREATE TABLE thumbs.erasures (
+    id bigint NOT NULL,
+    job_id bigint NOT NULL,
+    external_id text,
+    profile text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE thumbs.erasures ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME thumbs.erasures_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE thumbs.event_log (
     id bigint NOT NULL,
     job_id bigint NOT NULL,
@@ -311,6 +514,8 @@ CREATE TABLE thumbs.event_log (
     thumbhash text,
     variants jsonb,
     attempts integer DEFAULT 0 NOT NULL,
+    rerender boolean DEFAULT false NOT NULL,
+    storage_keys jsonb,
     CONSTRAINT event_log_kind_check CHECK ((kind = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text])))
 );
 
@@ -329,12 +534,16 @@ CREATE VIEW thumbs.events AS
     e.external_id,
     e.kind,
     e.created_at,
-    jsonb_build_object('job_id', e.job_id, 'external_id', e.external_id, 'source_url', e.source_url, 'profile', e.profile, 'state', e.kind, 'error_code', e.error_code, 'error', e.error, 'thumbhash', e.thumbhash, 'variants', COALESCE(e.variants, '[]'::jsonb), 'attempts', e.attempts) AS payload
+    (jsonb_build_object('job_id', e.job_id, 'external_id', e.external_id, 'source_url', e.source_url, 'profile', e.profile, 'state', e.kind, 'error_code', e.error_code, 'error', e.error, 'thumbhash', e.thumbhash, 'variants', COALESCE(e.variants, '[]'::jsonb), 'attempts', e.attempts, 'rerender', e.rerender) ||
+        CASE
+            WHEN (e.kind = 'forgotten'::text) THEN jsonb_build_object('storage_keys', COALESCE(e.storage_keys, '[]'::jsonb))
+            ELSE '{}'::jsonb
+        END) AS payload
    FROM thumbs.event_log e;
 
 CREATE TABLE thumbs.jobs (
     id bigint NOT NULL,
-    source_url text NOT NULL,
+    source_url text,
     profile text NOT NULL,
     state text DEFAULT 'queued'::text NOT NULL,
     priority integer DEFAULT 0 NOT NULL,
@@ -358,8 +567,10 @@ CREATE TABLE thumbs.jobs (
     stage_ms jsonb,
     source_key text,
     external_id text,
+    rerender boolean DEFAULT false NOT NULL,
+    spec_digest text,
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts > 0)),
-    CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
+    CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text])))
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_threshold='200', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
 
@@ -370,6 +581,10 @@ COMMENT ON COLUMN thumbs.jobs.render_key IS 'SHA-256 of (original bytes'' SHA-25
 COMMENT ON COLUMN thumbs.jobs.reused_from IS 'The succeeded job whose variants this job took (same render key): nothing was decoded for it';
 
 COMMENT ON COLUMN thumbs.jobs.stage_ms IS 'Milliseconds per stage of the attempt that succeeded (fetch, decode, resize, encode, store), set when the job succeeds';
+
+COMMENT ON COLUMN thumbs.jobs.rerender IS 'Queued by thumbs.rerender: the photo had thumbnails made with an older spec of its profile';
+
+COMMENT ON COLUMN thumbs.jobs.spec_digest IS 'Re-render jobs: the digest of the spec they were queued for (thumbs.spec_digest)';
 
 CREATE VIEW thumbs.failed_jobs AS
  SELECT jobs.id,
@@ -384,6 +599,30 @@ CREATE VIEW thumbs.failed_jobs AS
    FROM thumbs.jobs
   WHERE (jobs.state = 'failed'::text)
   ORDER BY jobs.finished_at DESC;
+
+CREATE TABLE thumbs.gc_objects (
+    storage_key text NOT NULL,
+    state text,
+    reason text,
+    queued_at timestamp with time zone DEFAULT now() NOT NULL,
+    fenced_at timestamp with time zone,
+    claimed_by text,
+    claim_expires_at timestamp with time zone,
+    attempts integer DEFAULT 0 NOT NULL,
+    last_error text,
+    deleted_at timestamp with time zone,
+    CONSTRAINT gc_objects_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'deleting'::text])))
+);
+
+CREATE VIEW thumbs.gc_overview AS
+ SELECT count(*) FILTER (WHERE (g.state = 'pending'::text)) AS pending,
+    count(*) FILTER (WHERE (g.state = 'deleting'::text)) AS deleting,
+    count(*) FILTER (WHERE ((g.state = 'deleting'::text) AND (g.last_error IS NOT NULL))) AS failing,
+    min(g.queued_at) FILTER (WHERE (g.state IS NOT NULL)) AS oldest,
+    ( SELECT count(*) AS count
+           FROM thumbs.erasures) AS erasures_open
+   FROM thumbs.gc_objects g
+  WHERE (g.state IS NOT NULL);
 
 CREATE VIEW thumbs.job_attempts AS
  SELECT j.id AS job_id,
@@ -445,10 +684,33 @@ CREATE VIEW thumbs.queue_overview AS
  SELECT s.state,
     count(j.id) AS jobs,
     (now() - min(j.created_at)) AS oldest_age
-   FROM (unnest(ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text]) WITH ORDINALITY s(state, ord)
+   FROM (unnest(ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text]) WITH ORDINALITY s(state, ord)
      LEFT JOIN thumbs.jobs j ON ((j.state = s.state)))
   GROUP BY s.state, s.ord
   ORDER BY s.ord;
+
+CREATE VIEW thumbs.rerender_overview AS
+ SELECT p.name AS profile,
+    ( SELECT count(*) AS count
+           FROM thumbs.photos ph
+          WHERE (ph.profile = p.name)) AS photos,
+    ( SELECT count(*) AS count
+           FROM thumbs.photos ph
+          WHERE ((ph.profile = p.name) AND (ph.spec_digest IS DISTINCT FROM thumbs.spec_digest(p.spec)))) AS stale,
+    ( SELECT count(*) AS count
+           FROM thumbs.jobs j
+          WHERE (j.rerender AND (j.profile = p.name) AND (j.state = 'queued'::text))) AS queued,
+    ( SELECT count(*) AS count
+           FROM thumbs.jobs j
+          WHERE (j.rerender AND (j.profile = p.name) AND (j.state = 'running'::text))) AS running,
+    ( SELECT count(*) AS count
+           FROM thumbs.jobs j
+          WHERE (j.rerender AND (j.profile = p.name) AND (j.state = 'succeeded'::text))) AS succeeded,
+    ( SELECT count(*) AS count
+           FROM thumbs.jobs j
+          WHERE (j.rerender AND (j.profile = p.name) AND (j.state = 'failed'::text) AND (j.spec_digest = thumbs.spec_digest(p.spec)))) AS failed
+   FROM thumbs.profiles p
+  ORDER BY p.name;
 
 CREATE TABLE thumbs.schema_migrations (
     version text NOT NULL,
@@ -472,6 +734,7 @@ CREATE TABLE thumbs.workers (
     jobs_retried bigint DEFAULT 0 NOT NULL,
     leases_lost bigint DEFAULT 0 NOT NULL,
     source_schemes text[] DEFAULT '{http,https}'::text[] NOT NULL,
+    fences_collection boolean DEFAULT false NOT NULL,
     CONSTRAINT workers_state_check CHECK ((state = ANY (ARRAY['running'::text, 'stopping'::text])))
 );
 
@@ -592,8 +855,17 @@ CREATE VIEW thumbs.worker_overview AS
    FROM thumbs.workers w
   ORDER BY w.started_at;
 
+ALTER TABLE ONLY thumbs.erasure_keys
+    ADD CONSTRAINT erasure_keys_pkey PRIMARY KEY (erasure_id, storage_key);
+
+ALTER TABLE ONLY thumbs.erasures
+    ADD CONSTRAINT erasures_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY thumbs.event_log
     ADD CONSTRAINT event_log_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY thumbs.gc_objects
+    ADD CONSTRAINT gc_objects_pkey PRIMARY KEY (storage_key);
 
 ALTER TABLE ONLY thumbs.jobs
     ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
@@ -628,15 +900,21 @@ ALTER TABLE ONLY thumbs.webhook_endpoints
 ALTER TABLE ONLY thumbs.workers
     ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
 
+CREATE INDEX erasure_keys_undecided_idx ON thumbs.erasure_keys USING btree (storage_key) WHERE (outcome IS NULL);
+
 CREATE INDEX event_log_commit_order_idx ON thumbs.event_log USING btree (txid, id);
+
+CREATE INDEX event_log_job_idx ON thumbs.event_log USING btree (job_id);
+
+CREATE INDEX gc_objects_backlog_idx ON thumbs.gc_objects USING btree (state, queued_at) WHERE (state IS NOT NULL);
+
+CREATE INDEX gc_objects_idle_idx ON thumbs.gc_objects USING btree (deleted_at) WHERE (state IS NULL);
 
 CREATE INDEX jobs_external_idx ON thumbs.jobs USING btree (external_id, profile, id) WHERE (external_id IS NOT NULL);
 
-CREATE INDEX jobs_finished_idx ON thumbs.jobs USING btree (finished_at, id) WHERE (state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text]));
+CREATE INDEX jobs_finished_idx ON thumbs.jobs USING btree (finished_at, id) WHERE (state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text]));
 
 CREATE UNIQUE INDEX jobs_live_source_anonymous_idx ON thumbs.jobs USING btree (source_key, profile) WHERE ((state = ANY (ARRAY['queued'::text, 'running'::text])) AND (external_id IS NULL));
-
-CREATE INDEX jobs_live_source_key_idx ON thumbs.jobs USING btree (source_key) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
 
 CREATE UNIQUE INDEX jobs_queued_external_idx ON thumbs.jobs USING btree (external_id, profile) WHERE ((state = 'queued'::text) AND (external_id IS NOT NULL));
 
@@ -644,15 +922,23 @@ CREATE INDEX jobs_ready_idx ON thumbs.jobs USING btree (priority DESC, run_at, i
 
 CREATE INDEX jobs_render_key_idx ON thumbs.jobs USING btree (render_key, id DESC) WHERE ((state = 'succeeded'::text) AND (render_key IS NOT NULL));
 
+CREATE INDEX jobs_rerender_idx ON thumbs.jobs USING btree (profile, state) WHERE rerender;
+
 CREATE INDEX jobs_running_idx ON thumbs.jobs USING btree (id) WHERE (state = 'running'::text);
 
+CREATE INDEX jobs_source_key_idx ON thumbs.jobs USING btree (source_key);
+
 CREATE INDEX originals_checked_idx ON thumbs.originals USING btree (checked_at);
+
+CREATE INDEX photo_variants_storage_key_idx ON thumbs.photo_variants USING btree (storage_key);
 
 CREATE UNIQUE INDEX photos_external_idx ON thumbs.photos USING btree (external_id, profile) WHERE (external_id IS NOT NULL);
 
 CREATE INDEX photos_render_key_idx ON thumbs.photos USING btree (render_key, job_id DESC) WHERE (render_key IS NOT NULL);
 
 CREATE UNIQUE INDEX photos_source_idx ON thumbs.photos USING btree (source_url, profile) WHERE (external_id IS NULL);
+
+CREATE INDEX variants_storage_key_idx ON thumbs.variants USING btree (storage_key);
 
 CREATE INDEX webhook_deliveries_due_idx ON thumbs.webhook_deliveries USING btree (endpoint, next_attempt_at, id) WHERE (state = 'pending'::text);
 
@@ -661,6 +947,9 @@ CREATE INDEX webhook_deliveries_event_idx ON thumbs.webhook_deliveries USING btr
 CREATE TRIGGER jobs_source_key BEFORE INSERT OR UPDATE OF source_url ON thumbs.jobs FOR EACH ROW EXECUTE FUNCTION thumbs.set_source_key();
 
 CREATE TRIGGER lease_only_readable_sources BEFORE UPDATE OF state ON thumbs.jobs FOR EACH ROW WHEN (((old.state = 'queued'::text) AND (new.state = 'running'::text) AND (lower("left"(old.source_url, 5)) = 's3://'::text))) EXECUTE FUNCTION thumbs.lease_only_readable_sources();
+
+ALTER TABLE ONLY thumbs.erasure_keys
+    ADD CONSTRAINT erasure_keys_erasure_id_fkey FOREIGN KEY (erasure_id) REFERENCES thumbs.erasures(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY thumbs.jobs
     ADD CONSTRAINT jobs_profile_fkey FOREIGN KEY (profile) REFERENCES thumbs.profiles(name);

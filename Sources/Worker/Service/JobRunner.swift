@@ -163,7 +163,7 @@ final class JobRunner: Sendable {
   private func finish(_ execution: Execution) async {
     let job = execution.job
     let ended = await execution.ended.value
-    var written: Bool?
+    var written: Completer.Written?
     if let ended, jobs.withLock({ $0.mayWrite(execution.lease) }) {
       written = await completer.record(job, ended.outcome)
     }
@@ -176,14 +176,15 @@ final class JobRunner: Sendable {
   }
 
   private func log(
-    _ job: LeasedJob, _ ended: (outcome: JobOutcome, variants: Int), written: Bool?, stillHeld: Bool
+    _ job: LeasedJob, _ ended: (outcome: JobOutcome, variants: Int), written: Completer.Written?,
+    stillHeld: Bool
   ) {
     let jobLogger = logger.with(["job.id": "\(job.id)", "job.attempt": "\(job.attempt)"])
     switch (written, ended.outcome) {
-    case (true?, .succeeded):
+    case (.written?, .succeeded):
       metrics.job(.succeeded)
       jobLogger.info("job succeeded", metadata: ["job.variants": "\(ended.variants)"])
-    case (true?, .failed(let error, let retryAfter)):
+    case (.written?, .failed(let error, let retryAfter)):
       metrics.job(retryAfter == nil ? .failed : .retried, code: error.code)
       jobLogger.notice(
         retryAfter == nil ? "job failed" : "job will retry",
@@ -191,7 +192,7 @@ final class JobRunner: Sendable {
           "error.code": "\(error.code.rawValue)", "error.message": "\(error.message)",
           "retry.after_seconds": "\(retryAfter.map { String(format: "%.1f", $0) } ?? "-")",
         ])
-    case (true?, .deferred(let error, let retryAfter)):
+    case (.written?, .deferred(let error, let retryAfter)):
       metrics.job(.retried, code: error.code)
       // Loud: every job waits until someone fixes the storage configuration.
       jobLogger.error(
@@ -200,7 +201,12 @@ final class JobRunner: Sendable {
           "error.code": "\(error.code.rawValue)", "error.message": "\(error.message)",
           "retry.after_seconds": "\(String(format: "%.1f", retryAfter))",
         ])
-    case (false?, _) where stillHeld:
+    case (.refusedByCollection?, _):
+      metrics.job(.retried, code: .storageFailed)
+      jobLogger.notice(
+        "job queued again: a thumbnail it made is being deleted by collection (another photo was forgotten or pruned); it runs again in a few seconds and stores it again"
+      )
+    case (.leaseLost?, _) where stillHeld:
       metrics.leaseLost()
       jobLogger.warning(
         "lease_lost job_id=\(job.id): the outcome was refused (lease expired or job cancelled); results discarded"
@@ -221,7 +227,7 @@ final class JobRunner: Sendable {
     if leftovers.isEmpty { return }
     let returned = await withTaskGroup(of: Bool.self) { group in
       for leftover in leftovers {
-        group.addTask { await self.completer.record(leftover.job, .handedBack) == true }
+        group.addTask { await self.completer.record(leftover.job, .handedBack) == .written }
       }
       return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
     }

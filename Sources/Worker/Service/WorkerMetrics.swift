@@ -43,9 +43,15 @@ final class WorkerMetrics: Sendable {
   private let queueOldestReady: Gauge
   private let webhookResults: [WebhookDeliveryOutcome.Result: Counter]
   private let webhookLatency: Timer
+  private let collectedObjects: Counter
+  private let collectionFailures: Counter
+  private let collectionBacklog: Gauge
 
   init(factory: any MetricsFactory) {
     self.factory = factory
+    collectedObjects = Counter(label: "thumbd_gc_deleted_objects_total", factory: factory)
+    collectionFailures = Counter(label: "thumbd_gc_delete_failures_total", factory: factory)
+    collectionBacklog = Gauge(label: "thumbd_gc_backlog_objects", factory: factory)
     webhookResults = Dictionary(
       uniqueKeysWithValues: [
         (WebhookDeliveryOutcome.Result.delivered, "delivered"), (.retry, "retried"), (.givenUp, "given_up"),
@@ -157,5 +163,12 @@ final class WorkerMetrics: Sendable {
     queueJobs["running"]?.record(depth.running)
     queueReady.record(depth.ready)
     queueOldestReady.record(depth.oldestReadySeconds)
+    collectionBacklog.record(depth.gcBacklog)
+  }
+
+  /// Objects collection deleted from storage, and deletes the storage failed.
+  func collected(deleted: Int, failed: Int) {
+    if deleted > 0 { collectedObjects.increment(by: deleted) }
+    if failed > 0 { collectionFailures.increment(by: failed) }
   }
 }

@@ -172,6 +172,19 @@ extension WorkerOption {
         settings.eventRetentionSeconds = try Read.duration(value)
       }, render: { Write.duration($0.eventRetentionSeconds) }),
     WorkerOption(
+      "erase-grace", .value(placeholder: "SECONDS"),
+      help:
+        "a storage object nothing names any more (a forgotten photo's, a pruned job's) is deleted this long after, unless something names it again meanwhile",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.eraseGraceSeconds = try Read.seconds(value, atLeast: 0)
+      }, render: { Write.number($0.eraseGraceSeconds) }),
+    WorkerOption(
+      "gc-interval", .value(placeholder: "SECONDS"),
+      help: "run a collection pass (deleting such objects from storage) this often; 0 = never on this worker",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.gcIntervalSeconds = try Read.seconds(value, atLeast: 0)
+      }, render: { Write.number($0.gcIntervalSeconds) }),
+    WorkerOption(
       "webhook-url", .value(placeholder: "URL"), default: "none",
       help: "POST every completion event here, signed (Standard Webhooks); needs --webhook-secret",
       apply: { value, settings throws(OptionError.Problem) in

@@ -51,7 +51,7 @@ struct QueueDepthTests {
       $0.first ?? nil
     }
     .joined(separator: "\n")
-    #expect(!plan.contains("Seq Scan"), "\(plan)")
+    #expect(!plan.contains("Seq Scan on jobs"), "\(plan)")
     #expect(plan.contains("jobs_ready_idx") && plan.contains("jobs_running_idx"), "\(plan)")
   }
 
