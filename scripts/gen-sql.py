@@ -196,7 +196,7 @@ def packed(open_line, items, close_line, indent, trailing_comma=False):
     lines at `indent` + 2, between `open_line` and `close_line` on lines of their own (an array literal
     broken over lines ends its last item with a comma, as swift-format writes it)."""
     one_line = f"{open_line}{', '.join(items)}{close_line.strip()}"
-    if len(one_line) <= LINE_LENGTH:
+    if len(one_line) < LINE_LENGTH:
         return [one_line]
     out = [open_line.rstrip()]
     inner = " " * (indent + 2)
