@@ -96,7 +96,7 @@ let package = Package(
     .executableTarget(
       name: "thumbd",
       dependencies: [
-        "ThumbCore", "Blocking", "Imaging", "Queue", "Worker", "Storage", "CPlatform",
+        "ThumbCore", "Blocking", "Imaging", "Queue", "Worker", "Storage", "Transport", "CPlatform",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
       ],

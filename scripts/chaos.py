@@ -19,6 +19,9 @@ that work continues through every fault. While they run, the driver:
   - shapes another worker's link (tbf rate limit) and drops a share of its packets (iptables): this
     kernel has no netem (`tc qdisc ... netem` answers "Specified qdisc kind is unknown");
   - restarts PostgreSQL once, and stops it for 15 s once;
+  - forgets photos every few seconds (thumbs.forget_external, thumbs.forget; finished, queued and
+    running ones, shares of one photo among them), and halfway through changes the default profile's
+    spec and re-renders its photos (thumbs.rerender); the workers collect with a short grace;
   - at the end, SIGKILLs one worker and starts it again, and sends every worker SIGTERM a moment
     (0-1.5 s, by seed) after the new one has taken SIGTERM over.
 
@@ -30,7 +33,11 @@ At the end every worker gets SIGTERM, and the driver prints each invariant with 
   zombie writes refused: leases lost (from /metrics) and lease_lost log lines, at least one;
   no worker's peak RSS (VmHWM) above its budget plus an idle worker's size;
   no worker exited by itself, and each ended with exit 0 on SIGTERM, the one restarted a moment before
-  the SIGTERM included (it gets it while its start-up, first rescue and housekeeping may still run).
+  the SIGTERM included (it gets it while its start-up, first rescue and housekeeping may still run);
+  no object that something live names was ever missing (sampled every second through the run, each
+  miss checked again before it counts);
+  no object of a forgotten photo outlives the grace plus one collection pass (checked that long after
+  the last forget), and every forget ended in its `forgotten` events.
 
 It exits 0 when all hold. --json writes the figures (docs/reliability.md reports them).
 """
@@ -59,6 +66,8 @@ BRIDGE = "thumbd-chaos0"
 CORE = "10.77.0.1"
 PERMANENT = {"not_found", "http_error", "corrupt_image", "unsupported_format", "too_large", "blocked_source"}
 VARIANTS = 4  # the default profile's
+ERASE_GRACE = 4  # seconds: the workers' --erase-grace
+GC_INTERVAL = 2  # seconds: the workers' --gc-interval
 
 
 def log(message):
@@ -233,7 +242,8 @@ class Worker:
             "THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_BUDGET": self.args.budget,
             "THUMBD_LEASE_TTL": str(self.args.lease_ttl), "THUMBD_FETCH_TIMEOUT": "20",
             "THUMBD_HTTP_ADDRESS": f"{Network.address(self.index)}:9464", "THUMBD_LOG_LEVEL": "info",
-            "THUMBD_SHUTDOWN_GRACE": "5",
+            "THUMBD_SHUTDOWN_GRACE": "5", "THUMBD_ERASE_GRACE": str(ERASE_GRACE),
+            "THUMBD_GC_INTERVAL": str(GC_INTERVAL),
         }
         if self.through_bouncer:
             env["THUMBD_PREPARED_STATEMENTS"] = "off"
@@ -315,10 +325,89 @@ def enqueue_jobs(core, args, photos):
         else:
             url, outcome = f"{base}/files/corrupt.jpg?job={n}", "corrupt_image"
         delay = rng.uniform(0, args.seconds * 0.9) if rng.random() < 0.6 else 0
-        rows = core.sql("SELECT thumbs.enqueue(:'p1', run_at => now() + make_interval(secs => :p2))",
-                        url, f"{delay:.2f}")
+        if n % 2 == 0:
+            rows = core.sql("SELECT thumbs.enqueue(:'p1', run_at => now() + make_interval(secs => :p2), "
+                            "external_id => :'p3')", url, f"{delay:.2f}", f"photo-{n}")
+        else:
+            rows = core.sql("SELECT thumbs.enqueue(:'p1', run_at => now() + make_interval(secs => :p2))",
+                            url, f"{delay:.2f}")
         expected[int(rows[0][0])] = outcome
     return expected
+
+
+class Eraser:
+    """Forgets photos while the faults go on, and changes the default profile's spec and re-renders
+    once. Remembers what each forget's photo named, to check later that it went."""
+
+    def __init__(self, core, seed):
+        self.core = core
+        self.rng = random.Random(seed)
+        self.forgets = []  # {"at": time, "keys": set, "jobs": set}
+        self.rerender_calls = []
+        self.skipped = 0  # the database was away
+        self.missing = []  # named objects found missing (and still missing and named when checked again)
+        self.samples = 0
+
+    def forget_one(self):
+        state = self.rng.choice(["succeeded", "succeeded", "succeeded", "queued", "running"])
+        rows = self.core.sql("SELECT id, coalesce(external_id, ''), coalesce(source_key, '') FROM thumbs.jobs "
+                             "WHERE state = :'p1' ORDER BY random() LIMIT 1", state)
+        if not rows:
+            return
+        job, external, source = rows[0]
+        if external:
+            photo = "j.external_id = :'p1'"
+            current = "SELECT storage_key FROM thumbs.current_variants WHERE external_id = :'p1'"
+            key = external
+        else:
+            photo = "j.source_key = :'p1' AND j.external_id IS NULL"
+            current = "SELECT storage_key FROM thumbs.current_variants WHERE external_id IS NULL AND source_url = :'p1'"
+            key = source
+        keys = {r[0] for r in self.core.sql(
+            f"{current} UNION SELECT v.storage_key FROM thumbs.variants v JOIN thumbs.jobs j ON j.id = v.job_id "
+            f"WHERE {photo}", key)}
+        jobs = {int(r[0]) for r in self.core.sql(f"SELECT j.id FROM thumbs.jobs j WHERE {photo}", key)}
+        if external:
+            self.core.sql("SELECT thumbs.forget_external(:'p1')", external)
+        else:
+            self.core.sql("SELECT thumbs.forget(:p1)", job)
+        self.forgets.append({"at": time.time(), "keys": keys, "jobs": jobs, "state": state})
+
+    def rerender(self):
+        if not self.rerender_calls:
+            self.core.sql("UPDATE thumbs.profiles SET spec = jsonb_set(spec, '{variants,2,quality}', '79') "
+                          "WHERE name = 'default'")
+        self.rerender_calls.append(int(self.core.sql("SELECT thumbs.rerender('default', 25)")[0][0]))
+
+    def check_named_objects(self, storage):
+        """Every object a live row names must be in storage. A miss is looked at again half a second
+        later: it counts only if the object is still named and still missing then."""
+        named = [r[0] for r in self.core.sql(
+            "SELECT storage_key FROM thumbs.photo_variants UNION SELECT storage_key FROM thumbs.variants")]
+        self.samples += 1
+        gone = [k for k in named if not os.path.exists(os.path.join(storage, k))]
+        if not gone:
+            return
+        time.sleep(0.5)
+        still = {r[0] for r in self.core.sql(
+            "SELECT storage_key FROM thumbs.photo_variants WHERE storage_key = ANY (string_to_array(:'p1', ',')) "
+            "UNION SELECT storage_key FROM thumbs.variants WHERE storage_key = ANY (string_to_array(:'p1', ','))",
+            ",".join(gone))}
+        self.missing += [k for k in gone if k in still and not os.path.exists(os.path.join(storage, k))]
+
+    def run(self, until, storage, rerender_at):
+        next_forget = time.time() + 3
+        while time.time() < until:
+            try:
+                if time.time() >= next_forget:
+                    self.forget_one()
+                    next_forget = time.time() + self.rng.uniform(1.5, 4)
+                if time.time() >= rerender_at and (not self.rerender_calls or self.rerender_calls[-1] > 0):
+                    self.rerender()
+                self.check_named_objects(storage)
+            except subprocess.CalledProcessError:
+                self.skipped += 1  # PostgreSQL is being restarted or stopped
+            time.sleep(1)
 
 
 def main():
@@ -391,6 +480,12 @@ def main():
         sampling = threading.Thread(target=sampler, daemon=True)
         sampling.start()
 
+        eraser = Eraser(core, args.seed + 3)
+        erasing = threading.Thread(
+            target=eraser.run, args=(time.time() + args.seconds, args.storage, time.time() + args.seconds / 2),
+            daemon=True)
+        erasing.start()
+
         rng = random.Random(args.seed + 1)
         # The degraded link is the last worker's for the whole run. The worker to freeze and the one to
         # cut off are picked when their turn comes, among the busy ones, so that each strands a job.
@@ -448,7 +543,9 @@ def main():
                 log("PostgreSQL is back")
                 back["postgres_stop_15s"] = time.time()
                 faults["postgres_stop_15s"] += 1
-        log("faults over; waiting for every job to end")
+        erasing.join()
+        log(f"faults over; {len(eraser.forgets)} forgets, re-render calls {eraser.rerender_calls}; "
+            "waiting for every job to end")
         deadline = time.time() + 300  # jobs that met a fault may be waiting out a backoff
         while time.time() < deadline:
             left = int(core.sql("SELECT count(*) FROM thumbs.jobs WHERE state IN ('queued', 'running')")[0][0])
@@ -456,6 +553,10 @@ def main():
                 break
             time.sleep(1)
         drained_after = time.time() - start
+        # Collection: a forgotten photo's objects go within the grace plus one pass of its forget.
+        last_forget = max([f["at"] for f in eraser.forgets], default=time.time())
+        time.sleep(max(0, last_forget + ERASE_GRACE + GC_INTERVAL * 1.1 + 5 - time.time()))
+        eraser.check_named_objects(args.storage)
         for worker in workers:
             worker.sample()
         stop_sampling.set()
@@ -477,12 +578,13 @@ def main():
                 except subprocess.TimeoutExpired:
                     incarnation["process"].kill()
                     incarnation["exit"] = "hung"
-        results = check(core, args, expected, workers, idle_kib, held)
+        results = check(core, args, expected, workers, idle_kib, held, eraser)
         recovery = {fault: time_to_progress(core, at) for fault, at in back.items()}
         summary = {
             "seed": args.seed, "workers": args.workers, "jobs": len(expected), "fault_seconds": args.seconds,
             "lease_ttl": ttl, "drained_after_seconds": round(drained_after, 1), "faults": faults,
             "recovery_seconds": recovery, "held_jobs": held, "invariants": results,
+            "forgets": len(eraser.forgets), "rerender_calls": eraser.rerender_calls,
             "outcomes": dict(core.sql("SELECT coalesce(error_code, state), count(*) FROM thumbs.jobs GROUP BY 1")),
         }
         print(json.dumps(summary, indent=2))
@@ -550,25 +652,29 @@ def time_to_progress(core, since):
     return round(float(rows[0][0]) - since, 2) if rows and rows[0][0] else None
 
 
-def check(core, args, expected, workers, idle_kib, held):
+def check(core, args, expected, workers, idle_kib, held, eraser):
     results = {}
 
     def verdict(name, held, figure):
         results[name] = {"held": bool(held), "figure": figure}
         log(f"{'ok  ' if held else 'FAIL'} {name}: {figure}")
 
-    rows = core.sql("SELECT id, state, coalesce(error_code, ''), attempts, max_attempts FROM thumbs.jobs")
+    rows = core.sql("SELECT id, state, coalesce(error_code, ''), attempts, max_attempts, rerender FROM thumbs.jobs")
+    forgotten = set().union(*[f["jobs"] for f in eraser.forgets]) if eraser.forgets else set()
     wrong = []
-    for id_, state, code, attempts, max_attempts in rows:
-        want = expected.get(int(id_))
+    for id_, state, code, attempts, max_attempts, rerender in rows:
+        want = expected.get(int(id_), "succeeded" if rerender == "t" else None)
         got = "succeeded" if state == "succeeded" else code if state == "failed" else state
-        shared_ok = want == "succeeded" and got == "succeeded"
-        if not (got == want or shared_ok):
+        # A job of a forgotten photo ends forgotten (or, finished before the forget, as it was).
+        if state == "forgotten" and (int(id_) in forgotten or rerender == "t"):
+            continue
+        if got != want:
             wrong.append(f"job {id_}: {state}/{code or '-'} (wanted {want}, {attempts} attempts)")
-    terminal = sum(1 for r in rows if r[1] in ("succeeded", "failed"))
+    expected_count = len(expected) + sum(1 for r in rows if r[5] == "t")
+    terminal = sum(1 for r in rows if r[1] in ("succeeded", "failed", "forgotten"))
     non_permanent = [r for r in rows if r[1] == "failed" and r[2] not in PERMANENT]
-    verdict("every job terminal with its expected outcome", not wrong and terminal == len(expected),
-            f"{terminal} of {len(expected)} terminal, {len(wrong)} unexpected"
+    verdict("every job terminal with its expected outcome", not wrong and terminal == expected_count,
+            f"{terminal} of {expected_count} terminal, {len(wrong)} unexpected"
             + (f" ({'; '.join(wrong[:5])})" if wrong else "")
             + (f", {len(non_permanent)} failed with a transient code" if non_permanent else ""))
 
@@ -582,7 +688,8 @@ def check(core, args, expected, workers, idle_kib, held):
     verdict("one set of variant rows per succeeded job, none for others", bad_sets == "0",
             f"{bad_sets} jobs with another count")
 
-    objects = core.sql("SELECT DISTINCT storage_key, width, height, bytes FROM thumbs.variants")
+    objects = core.sql("SELECT storage_key, width, height, bytes FROM thumbs.variants "
+                       "UNION SELECT storage_key, width, height, bytes FROM thumbs.photo_variants")
     broken = []
     for key, width, height, size in objects:
         path = os.path.join(args.storage, key)
@@ -643,6 +750,26 @@ def check(core, args, expected, workers, idle_kib, held):
     verdict("no worker exited by itself; every SIGTERM ended in exit 0", not unexpected,
             f"{incarnations} worker processes, {len(unexpected)} unexpected ends"
             + (f" ({'; '.join(unexpected[:3])})" if unexpected else ""))
+
+    verdict("no object that something live names was ever missing", not eraser.missing and eraser.samples > 0,
+            f"{eraser.samples} samples of every named object, {len(eraser.missing)} missing"
+            + (f" ({'; '.join(sorted(set(eraser.missing))[:3])})" if eraser.missing else ""))
+
+    named = {r[0] for r in core.sql(
+        "SELECT storage_key FROM thumbs.photo_variants UNION SELECT storage_key FROM thumbs.variants")}
+    forgotten_keys = set().union(*[f["keys"] for f in eraser.forgets]) if eraser.forgets else set()
+    left = sorted(k for k in forgotten_keys - named if os.path.exists(os.path.join(args.storage, k)))
+    open_erasures = core.sql("SELECT count(*) FROM thumbs.erasures")[0][0]
+    events = core.sql("SELECT count(*) FROM thumbs.events WHERE kind = 'forgotten'")[0][0]
+    states = {}
+    for f in eraser.forgets:
+        states[f["state"]] = states.get(f["state"], 0) + 1
+    verdict("no object of a forgotten photo outlives the grace plus one collection pass",
+            not left and open_erasures == "0" and len(eraser.forgets) > 0,
+            f"{len(eraser.forgets)} photos forgotten ({', '.join(f'{n} {s}' for s, n in sorted(states.items()))}), "
+            f"{len(forgotten_keys)} keys they named, {len(forgotten_keys & named)} still named by other photos, "
+            f"{len(left)} left in storage; {events} forgotten events, {open_erasures} erasures open"
+            + (f" ({'; '.join(left[:3])})" if left else ""))
     return results
 
 

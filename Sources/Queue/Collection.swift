@@ -26,6 +26,11 @@ extension JobQueue {
     ).map(\.storageKey)
   }
 
+  /// Marked objects no collector holds (waiting for their fence, or for a claim that ran out).
+  public func gcWaiting() async throws(PostgresError) -> Int {
+    Int(try await client.run(SQL.GcWaiting.self).first?.waiting ?? 0)
+  }
+
   /// The objects are gone from storage.
   @discardableResult
   public func gcDeleted(_ keys: [String]) async throws(PostgresError) -> Int {

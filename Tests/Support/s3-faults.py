@@ -17,7 +17,9 @@ Control routes (never forwarded):
                         and whose path contains `path` (default: any) get that status and an S3 XML
                         error document with that code, without reaching the upstream;
                           {"reset": true, "count": 1, ...}
-                        reads the request, then closes the connection with a TCP reset and no answer.
+                        reads the request, then closes the connection with a TCP reset and no answer;
+                          {"delay": 8, "count": 1, ...}
+                        holds the request that long, then forwards it.
                         `count` -1: every matching request until cleared.
   GET  /_faults/log     JSON list of the requests seen, in order: {"method", "path", "headers" (every
                         header but Authorization, names as sent), "signed" (an Authorization header was
@@ -32,6 +34,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -140,6 +143,9 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.close()
             return
+        if fault and fault.get("delay"):
+            time.sleep(float(fault["delay"]))
+            fault = None
         if fault:
             status = int(fault.get("status", 503))
             entry["outcome"] = f"fault {status}"

@@ -149,7 +149,7 @@ public enum SQL {
            WHERE g.state = 'deleting' OR g.deleted_at >= l.started_at),
         requeued AS (
           UPDATE thumbs.jobs j
-             SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now() + interval '5 seconds',
+             SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now() + interval '1 second',
                  lease_token = NULL, lease_expires_at = NULL,
                  attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
                    'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
@@ -1156,6 +1156,31 @@ public enum SQL {
     }
   }
 
+  /// Marked objects no collector holds: what a pass waits for while jobs leased before the fence still
+  /// run (those whose delete failed wait for their retry time instead, and are not counted).
+  public enum GcWaiting: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "gc_waiting",
+      text: #"""
+        SELECT count(*) AS waiting FROM thumbs.gc_objects g
+         WHERE g.state = 'deleting' AND (g.claim_expires_at IS NULL OR g.claim_expires_at < now())
+        """#,
+      parameters: [],
+      parameterTypes: [],
+      columns: ["waiting"],
+      columnTypes: ["bigint"])
+
+    public typealias Parameters = NoParameters
+
+    public struct Row: StatementRow, Equatable {
+      public var waiting: Int64
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        waiting = try row.decode("waiting")
+      }
+    }
+  }
+
   /// Returns unfinished jobs to the queue without counting the attempt (a clean stop is not the job's
   /// fault), logs the hand-back in the attempt log, and wakes idle workers to take them: the uncorrelated
   /// notified subquery runs once, on the first row, so one thumbs_jobs notification goes out when any
@@ -2007,10 +2032,11 @@ public enum SQL {
     EnqueueJob.statement, ExpireWorkers.statement, FailJobs.statement, FindRendered.statement,
     FinishWebhookDeliveries.statement, GcAdopt.statement, GcCandidates.statement, GcClaim.statement,
     GcDeleted.statement, GcFailed.statement, GcFence.statement, GcMark.statement, GcSettle.statement,
-    GcUnnamed.statement, HandBackJobs.statement, HeartbeatJobs.statement, LeaseJobs.statement,
-    LeaseWebhookDeliveries.statement, ListenJobs.statement, LockMigrations.statement, PruneEvents.statement,
-    PruneJobs.statement, PruneOriginals.statement, QueueDepth.statement, RecordMigration.statement,
-    RecordOriginal.statement, RegisterWebhook.statement, RescueExpiredJobs.statement, SchemaVersion.statement,
-    StatusQueue.statement, StatusWorkers.statement, UnlockMigrations.statement, WithdrawWorker.statement,
+    GcUnnamed.statement, GcWaiting.statement, HandBackJobs.statement, HeartbeatJobs.statement,
+    LeaseJobs.statement, LeaseWebhookDeliveries.statement, ListenJobs.statement, LockMigrations.statement,
+    PruneEvents.statement, PruneJobs.statement, PruneOriginals.statement, QueueDepth.statement,
+    RecordMigration.statement, RecordOriginal.statement, RegisterWebhook.statement,
+    RescueExpiredJobs.statement, SchemaVersion.statement, StatusQueue.statement, StatusWorkers.statement,
+    UnlockMigrations.statement, WithdrawWorker.statement,
   ]
 }

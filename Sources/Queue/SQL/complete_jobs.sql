@@ -41,7 +41,7 @@ collected AS MATERIALIZED (
    WHERE g.state = 'deleting' OR g.deleted_at >= l.started_at),
 requeued AS (
   UPDATE thumbs.jobs j
-     SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now() + interval '5 seconds',
+     SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now() + interval '1 second',
          lease_token = NULL, lease_expires_at = NULL,
          attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
            'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),

@@ -137,15 +137,16 @@ public struct CollectionPass: Sendable {
       report.kept += kept
       if marked + kept < settings.batch || report.marked >= settings.maxPerPass { break }
     }
-    let fenced = try await queue.gcFence()
+    try await queue.gcFence()
     let deadline = ContinuousClock.now + .seconds(settings.fenceWaitSeconds)
     while report.deleted + report.failed < settings.maxPerPass, !stopping() {
       let keys = try await queue.gcClaim(
         workerID: workerID, batch: settings.batch, claimSeconds: settings.claimSeconds)
       if keys.isEmpty {
-        // Nothing claimable: either nothing is marked, or jobs leased before the fence still run.
-        if (report.marked == 0 && fenced == 0) || ContinuousClock.now >= deadline { break }
-        try? await Task.sleep(for: .milliseconds(500))
+        // Nothing claimable: jobs leased before the fence may still run; wait for them a while.
+        if ContinuousClock.now >= deadline { break }
+        if try await queue.gcWaiting() == 0 { break }
+        try? await Task.sleep(for: .milliseconds(250))
         continue
       }
       let (deleted, failures) = await delete(keys)

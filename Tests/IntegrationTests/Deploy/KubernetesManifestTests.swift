@@ -167,6 +167,15 @@ struct KubernetesManifestTests {
                                        ('https://off.example/hook', 5, 'pending', now())) AS v(u, e, s, t)
         """)
     #expect(try sql(database, query).rows == [["7"]])
+    // So do objects collection has to delete, and erasures waiting for their event: a candidate, a
+    // marked object and an erasure do; an object already deleted does not.
+    try setUp.execute(
+      script: """
+        INSERT INTO thumbs.gc_objects (storage_key, state) VALUES ('aa/bb/1.jpg', 'pending'),
+          ('aa/bb/2.jpg', 'deleting'), ('aa/bb/3.jpg', NULL);
+        INSERT INTO thumbs.erasures (job_id, profile) VALUES (1, 'default');
+        """)
+    #expect(try sql(database, query).rows == [["10"]])
     // The ready-jobs index can serve it (so no scan of finished jobs however many there are); sequential
     // scans are switched off because a table this small would be read whole anyway.
     let connection = try PostgresConnection(conninfo: database)
@@ -174,5 +183,6 @@ struct KubernetesManifestTests {
     try connection.execute(script: "SET enable_seqscan = off")
     let plan = try connection.query("EXPLAIN \(query)").rows.map { $0[0] ?? "" }.joined(separator: "\n")
     #expect(plan.contains("jobs_ready_idx") && plan.contains("webhook_deliveries_due_idx"), "\(plan)")
+    #expect(plan.contains("gc_objects_backlog_idx"), "\(plan)")
   }
 }

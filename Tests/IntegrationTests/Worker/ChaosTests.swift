@@ -41,7 +41,7 @@ struct ChaosTests {
     #expect(code == 0, "chaos.py exit \(code):\n\(output.suffix(6000))")
     let summary = try JSONDecoder().decode(Summary.self, from: Data(contentsOf: summaryURL))
     #expect(summary.jobs >= 50)
-    #expect(summary.invariants.count == 7)
+    #expect(summary.invariants.count == 9)
     for (name, invariant) in summary.invariants {
       #expect(invariant.held, "\(name): \(invariant.figure)")
     }

@@ -3,6 +3,7 @@ import Foundation
 import Imaging
 import Queue
 import Storage
+import TestSupport
 import Testing
 import ThumbCore
 import Worker
