@@ -126,6 +126,14 @@ extension JobQueue {
     for row in answer {
       if row.refused { recorded.refused.insert(row.id) } else { recorded.written.insert(row.id) }
     }
+    // What the jobs not written uploaded may be named by nothing: collection decides (rare; a failure
+    // here leaves orphans that `thumbd gc` finds).
+    let unclaimed = batch.filter { !recorded.written.contains($0.0.id) }.flatMap {
+      $0.1.variants.map(\.storageKey)
+    }
+    if !unclaimed.isEmpty {
+      _ = try? await client.run(SQL.GcUnclaimed.self, .init(storageKeys: unclaimed))
+    }
     return recorded
   }
 

@@ -125,9 +125,10 @@ public enum SQL {
   ///
   /// Collection (migrations/0013): a job naming an object that is being deleted, or was deleted after the
   /// job was leased (it may have found the object before the delete and skipped its upload), is not
-  /// written: it goes back to the queue shortly, its attempt not counted, and comes back with refused.
-  /// The objects of every job not written (refused, or its lease lost) become collection candidates:
-  /// they may have been uploaded for nothing (collection keeps whatever is named meanwhile).
+  /// written: the same update sends it back to the queue shortly, its attempt not counted, and it comes
+  /// back with refused. (One update for both, not two: each data-modifying part of a statement costs its
+  /// own opening of the table and its indexes, which this hot statement felt.) The caller makes the
+  /// objects of every job not written candidates for collection (gc_unclaimed).
   public enum CompleteJobs: TypedStatement {
     public static let statement = SQLStatement(
       name: "complete_jobs",
@@ -140,39 +141,32 @@ public enum SQL {
           SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
            WHERE j.lease_token = i.token AND j.state = 'running'
            ORDER BY j.id FOR UPDATE OF j),
-        named AS (
-          SELECT * FROM unnest($3::bigint[], $9::text[]) AS r(job_id, storage_key)),
         collected AS MATERIALIZED (
           SELECT DISTINCT l.id FROM locked l
-            JOIN named n ON n.job_id = l.id
+            JOIN unnest($3::bigint[], $9::text[]) AS n(job_id, storage_key) ON n.job_id = l.id
             JOIN thumbs.gc_objects g ON g.storage_key = n.storage_key
            WHERE g.state = 'deleting' OR g.deleted_at >= l.started_at),
-        requeued AS (
+        ended AS (
           UPDATE thumbs.jobs j
-             SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now() + interval '1 second',
-                 lease_token = NULL, lease_expires_at = NULL,
-                 attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
-                   'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
-                   'outcome', 'deferred', 'error',
-                   'a thumbnail it made is being deleted by collection: it runs again, and stores it again'))
-            FROM collected c WHERE j.id = c.id
-          RETURNING j.id),
-        done AS (
-          UPDATE thumbs.jobs j
-             SET state = 'succeeded', finished_at = now(), error_code = NULL, last_error = NULL,
-                 lease_token = NULL, lease_expires_at = NULL, thumbhash = i.thumbhash,
-                 render_key = i.render_key, reused_from = i.reused_from, stage_ms = i.stage_ms
-            FROM locked, input i
-           WHERE j.id = locked.id AND i.id = j.id AND locked.id NOT IN (SELECT c.id FROM collected c)
-          RETURNING j.id, j.external_id, j.source_key, j.source_url, j.profile, j.render_key, j.thumbhash,
-                    j.attempts, j.rerender, i.spec_digest),
-        strays AS (
-          INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
-          SELECT DISTINCT n.storage_key, 'pending', 'unclaimed' FROM named n
-           WHERE n.job_id NOT IN (SELECT d.id FROM done d)
-          ON CONFLICT (storage_key) DO UPDATE SET state = 'pending', queued_at = now(), reason = 'unclaimed',
-                                                  fenced_at = NULL
-           WHERE g.state IS NULL),
+             SET state = CASE WHEN c.id IS NULL THEN 'succeeded' ELSE 'queued' END,
+                 finished_at = CASE WHEN c.id IS NULL THEN now() END,
+                 run_at = CASE WHEN c.id IS NULL THEN j.run_at ELSE now() + interval '1 second' END,
+                 attempts = CASE WHEN c.id IS NULL THEN j.attempts ELSE greatest(j.attempts - 1, 0) END,
+                 attempt_log = CASE WHEN c.id IS NULL THEN j.attempt_log ELSE thumbs.append_attempt(
+                   j.attempt_log, jsonb_build_object(
+                     'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
+                     'outcome', 'deferred', 'error',
+                     'a thumbnail it made is being deleted by collection: it runs again, and stores it again')) END,
+                 error_code = NULL, last_error = NULL, lease_token = NULL, lease_expires_at = NULL,
+                 thumbhash = CASE WHEN c.id IS NULL THEN i.thumbhash ELSE j.thumbhash END,
+                 render_key = CASE WHEN c.id IS NULL THEN i.render_key ELSE j.render_key END,
+                 reused_from = CASE WHEN c.id IS NULL THEN i.reused_from ELSE j.reused_from END,
+                 stage_ms = CASE WHEN c.id IS NULL THEN i.stage_ms ELSE j.stage_ms END
+            FROM locked l JOIN input i ON i.id = l.id LEFT JOIN collected c ON c.id = l.id
+           WHERE j.id = l.id
+          RETURNING j.id, j.state, j.external_id, j.source_key, j.source_url, j.profile, j.render_key,
+                    j.thumbhash, j.attempts, j.rerender, i.spec_digest),
+        done AS (SELECT * FROM ended WHERE state = 'succeeded'),
         variant_rows AS (
           SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
             FROM unnest($3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[], $8::bigint[], $9::text[])
@@ -236,11 +230,9 @@ public enum SQL {
             FROM done d LEFT JOIN variant_lists l ON l.job_id = d.id
            ORDER BY d.id
           RETURNING id)
-        SELECT d.id, false AS refused,
+        SELECT d.id, d.state = 'queued' AS refused,
                (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
-          FROM done d
-        UNION ALL
-        SELECT q.id, true, 0 FROM requeued q
+          FROM ended d
         """#,
       parameters: [
         "ids", "tokens", "variant_job_ids", "names", "widths", "heights", "formats", "bytes", "storage_keys",
@@ -1112,6 +1104,48 @@ public enum SQL {
       public init(_ row: ResultRow) throws(PostgresError) {
         events = try row.decode("events")
         notified = try row.decode("notified")
+      }
+    }
+  }
+
+  /// Objects a job uploaded whose success was not recorded (its lease lost, its photo forgotten, or
+  /// refused because collection was deleting one of its objects) become collection candidates: they may
+  /// have been stored for nothing. Collection keeps whatever something names meanwhile.
+  public enum GcUnclaimed: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "gc_unclaimed",
+      text: #"""
+        WITH added AS (
+          INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
+          SELECT DISTINCT k, 'pending', 'unclaimed' FROM unnest($1::text[]) AS k
+          ON CONFLICT (storage_key) DO UPDATE
+             SET state = 'pending', queued_at = now(), reason = 'unclaimed', fenced_at = NULL
+           WHERE g.state IS NULL
+          RETURNING 1)
+        SELECT count(*) AS added FROM added
+        """#,
+      parameters: ["storage_keys"],
+      parameterTypes: ["text[]"],
+      columns: ["added"],
+      columnTypes: ["bigint"])
+
+    public struct Parameters: StatementParameters {
+      public var storageKeys: [String]
+
+      public init(storageKeys: [String]) {
+        self.storageKeys = storageKeys
+      }
+
+      public var values: [String?] {
+        [PostgresArray.literal(storageKeys)]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var added: Int64
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        added = try row.decode("added")
       }
     }
   }
@@ -2032,10 +2066,10 @@ public enum SQL {
     EnqueueJob.statement, ExpireWorkers.statement, FailJobs.statement, FindRendered.statement,
     FinishWebhookDeliveries.statement, GcAdopt.statement, GcCandidates.statement, GcClaim.statement,
     GcDeleted.statement, GcFailed.statement, GcFence.statement, GcMark.statement, GcSettle.statement,
-    GcUnnamed.statement, GcWaiting.statement, HandBackJobs.statement, HeartbeatJobs.statement,
-    LeaseJobs.statement, LeaseWebhookDeliveries.statement, ListenJobs.statement, LockMigrations.statement,
-    PruneEvents.statement, PruneJobs.statement, PruneOriginals.statement, QueueDepth.statement,
-    RecordMigration.statement, RecordOriginal.statement, RegisterWebhook.statement,
+    GcUnclaimed.statement, GcUnnamed.statement, GcWaiting.statement, HandBackJobs.statement,
+    HeartbeatJobs.statement, LeaseJobs.statement, LeaseWebhookDeliveries.statement, ListenJobs.statement,
+    LockMigrations.statement, PruneEvents.statement, PruneJobs.statement, PruneOriginals.statement,
+    QueueDepth.statement, RecordMigration.statement, RecordOriginal.statement, RegisterWebhook.statement,
     RescueExpiredJobs.statement, SchemaVersion.statement, StatusQueue.statement, StatusWorkers.statement,
     UnlockMigrations.statement, WithdrawWorker.statement,
   ]

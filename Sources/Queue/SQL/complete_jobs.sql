@@ -17,9 +17,10 @@
 --
 -- Collection (migrations/0013): a job naming an object that is being deleted, or was deleted after the
 -- job was leased (it may have found the object before the delete and skipped its upload), is not
--- written: it goes back to the queue shortly, its attempt not counted, and comes back with refused.
--- The objects of every job not written (refused, or its lease lost) become collection candidates:
--- they may have been uploaded for nothing (collection keeps whatever is named meanwhile).
+-- written: the same update sends it back to the queue shortly, its attempt not counted, and it comes
+-- back with refused. (One update for both, not two: each data-modifying part of a statement costs its
+-- own opening of the table and its indexes, which this hot statement felt.) The caller makes the
+-- objects of every job not written candidates for collection (gc_unclaimed).
 -- params: ids bigint[], tokens uuid[], variant_job_ids bigint[], names text[], widths int[],
 -- params: heights int[], formats text[], bytes bigint[], storage_keys text[], thumbhashes text?[],
 -- params: render_keys text?[], reused_from bigint?[], stage_ms jsonb?[], spec_digests text?[]
@@ -32,39 +33,32 @@ locked AS MATERIALIZED (
   SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
    WHERE j.lease_token = i.token AND j.state = 'running'
    ORDER BY j.id FOR UPDATE OF j),
-named AS (
-  SELECT * FROM unnest($3::bigint[], $9::text[]) AS r(job_id, storage_key)),
 collected AS MATERIALIZED (
   SELECT DISTINCT l.id FROM locked l
-    JOIN named n ON n.job_id = l.id
+    JOIN unnest($3::bigint[], $9::text[]) AS n(job_id, storage_key) ON n.job_id = l.id
     JOIN thumbs.gc_objects g ON g.storage_key = n.storage_key
    WHERE g.state = 'deleting' OR g.deleted_at >= l.started_at),
-requeued AS (
+ended AS (
   UPDATE thumbs.jobs j
-     SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now() + interval '1 second',
-         lease_token = NULL, lease_expires_at = NULL,
-         attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
-           'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
-           'outcome', 'deferred', 'error',
-           'a thumbnail it made is being deleted by collection: it runs again, and stores it again'))
-    FROM collected c WHERE j.id = c.id
-  RETURNING j.id),
-done AS (
-  UPDATE thumbs.jobs j
-     SET state = 'succeeded', finished_at = now(), error_code = NULL, last_error = NULL,
-         lease_token = NULL, lease_expires_at = NULL, thumbhash = i.thumbhash,
-         render_key = i.render_key, reused_from = i.reused_from, stage_ms = i.stage_ms
-    FROM locked, input i
-   WHERE j.id = locked.id AND i.id = j.id AND locked.id NOT IN (SELECT c.id FROM collected c)
-  RETURNING j.id, j.external_id, j.source_key, j.source_url, j.profile, j.render_key, j.thumbhash,
-            j.attempts, j.rerender, i.spec_digest),
-strays AS (
-  INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
-  SELECT DISTINCT n.storage_key, 'pending', 'unclaimed' FROM named n
-   WHERE n.job_id NOT IN (SELECT d.id FROM done d)
-  ON CONFLICT (storage_key) DO UPDATE SET state = 'pending', queued_at = now(), reason = 'unclaimed',
-                                          fenced_at = NULL
-   WHERE g.state IS NULL),
+     SET state = CASE WHEN c.id IS NULL THEN 'succeeded' ELSE 'queued' END,
+         finished_at = CASE WHEN c.id IS NULL THEN now() END,
+         run_at = CASE WHEN c.id IS NULL THEN j.run_at ELSE now() + interval '1 second' END,
+         attempts = CASE WHEN c.id IS NULL THEN j.attempts ELSE greatest(j.attempts - 1, 0) END,
+         attempt_log = CASE WHEN c.id IS NULL THEN j.attempt_log ELSE thumbs.append_attempt(
+           j.attempt_log, jsonb_build_object(
+             'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
+             'outcome', 'deferred', 'error',
+             'a thumbnail it made is being deleted by collection: it runs again, and stores it again')) END,
+         error_code = NULL, last_error = NULL, lease_token = NULL, lease_expires_at = NULL,
+         thumbhash = CASE WHEN c.id IS NULL THEN i.thumbhash ELSE j.thumbhash END,
+         render_key = CASE WHEN c.id IS NULL THEN i.render_key ELSE j.render_key END,
+         reused_from = CASE WHEN c.id IS NULL THEN i.reused_from ELSE j.reused_from END,
+         stage_ms = CASE WHEN c.id IS NULL THEN i.stage_ms ELSE j.stage_ms END
+    FROM locked l JOIN input i ON i.id = l.id LEFT JOIN collected c ON c.id = l.id
+   WHERE j.id = l.id
+  RETURNING j.id, j.state, j.external_id, j.source_key, j.source_url, j.profile, j.render_key,
+            j.thumbhash, j.attempts, j.rerender, i.spec_digest),
+done AS (SELECT * FROM ended WHERE state = 'succeeded'),
 variant_rows AS (
   SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
     FROM unnest($3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[], $8::bigint[], $9::text[])
@@ -128,8 +122,6 @@ events AS (
     FROM done d LEFT JOIN variant_lists l ON l.job_id = d.id
    ORDER BY d.id
   RETURNING id)
-SELECT d.id, false AS refused,
+SELECT d.id, d.state = 'queued' AS refused,
        (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
-  FROM done d
-UNION ALL
-SELECT q.id, true, 0 FROM requeued q
+  FROM ended d

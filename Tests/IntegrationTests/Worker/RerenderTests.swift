@@ -77,7 +77,7 @@ struct RerenderTests {
     #expect(try sql(fixture.database, "SELECT thumbs.rerender('default', 1)").rows[0][0] == "0", "each once")
     let queued = try sql(
       fixture.database,
-      "SELECT priority, rerender, external_id FROM thumbs.jobs WHERE state = 'queued' ORDER BY id"
+      "SELECT priority, rerender, external_id FROM thumbs.jobs WHERE state = 'queued' ORDER BY external_id"
     ).rows
     #expect(queued == [["-1000", "t", "photo-0"], ["-1000", "t", "photo-1"]])
 
