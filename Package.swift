@@ -64,7 +64,7 @@ let package = Package(
       swiftSettings: strict + imagingFlags),
     .target(
       name: "Queue",
-      dependencies: ["ThumbCore", "Blocking", "CLibPQ", "Hashing", .product(name: "Logging", package: "swift-log")],
+      dependencies: ["ThumbCore", "Blocking", "CLibPQ", .product(name: "Logging", package: "swift-log")],
       // The statements' source: compiled into Generated/Statements.swift by scripts/gen-sql.py.
       exclude: ["SQL"],
       swiftSettings: strict),

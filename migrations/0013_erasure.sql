@@ -33,9 +33,9 @@ ALTER TABLE thumbs.jobs ADD CONSTRAINT jobs_state_check
   CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'forgotten'));
 ALTER TABLE thumbs.jobs ALTER COLUMN source_url DROP NOT NULL;
 ALTER TABLE thumbs.jobs ADD COLUMN IF NOT EXISTS rerender boolean NOT NULL DEFAULT false;
-ALTER TABLE thumbs.jobs ADD COLUMN IF NOT EXISTS spec_digest text;
+ALTER TABLE thumbs.jobs ADD COLUMN IF NOT EXISTS spec_version bigint;
 COMMENT ON COLUMN thumbs.jobs.rerender IS 'Queued by thumbs.rerender: the photo had thumbnails made with an older spec of its profile';
-COMMENT ON COLUMN thumbs.jobs.spec_digest IS 'Re-render jobs: the digest of the spec they were queued for (thumbs.spec_digest)';
+COMMENT ON COLUMN thumbs.jobs.spec_version IS 'Re-render jobs: the version of the profile they were queued for';
 
 -- Retention prunes forgotten rows like the other finished ones.
 DROP INDEX IF EXISTS thumbs.jobs_finished_idx;
@@ -59,17 +59,31 @@ LANGUAGE sql STABLE AS $$
       OR EXISTS (SELECT 1 FROM thumbs.variants v WHERE v.storage_key = object_is_named.storage_key);
 $$;
 
--- The profile spec a photo's current thumbnails were made with, as a digest of the spec's text (what a
--- worker's lease reads): a spec changed since makes them stale.
-CREATE OR REPLACE FUNCTION thumbs.spec_digest(spec jsonb) RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT encode(sha256(convert_to(spec::text, 'UTF8')), 'hex');
+-- Profiles are versioned: the version goes up whenever the spec changes. A photo's current thumbnails
+-- record the version their job leased with (workers read it with the spec); a newer version makes them
+-- stale (thumbs.rerender).
+ALTER TABLE thumbs.profiles ADD COLUMN IF NOT EXISTS version bigint NOT NULL DEFAULT 1;
+
+CREATE OR REPLACE FUNCTION thumbs.bump_profile_version() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.version := OLD.version + 1;
+  NEW.updated_at := now();
+  RETURN NEW;
+END;
 $$;
 
-ALTER TABLE thumbs.photos ADD COLUMN IF NOT EXISTS spec_digest text;
+DROP TRIGGER IF EXISTS profiles_version ON thumbs.profiles;
+CREATE TRIGGER profiles_version
+  BEFORE UPDATE OF spec ON thumbs.profiles
+  FOR EACH ROW
+  WHEN (NEW.spec IS DISTINCT FROM OLD.spec)
+  EXECUTE FUNCTION thumbs.bump_profile_version();
+
+ALTER TABLE thumbs.photos ADD COLUMN IF NOT EXISTS spec_version bigint;
 -- Thumbnails made before this migration are taken to be of the profile's present spec.
-UPDATE thumbs.photos ph SET spec_digest = thumbs.spec_digest(p.spec)
-  FROM thumbs.profiles p WHERE p.name = ph.profile AND ph.spec_digest IS NULL;
+UPDATE thumbs.photos ph SET spec_version = p.version
+  FROM thumbs.profiles p WHERE p.name = ph.profile AND ph.spec_version IS NULL;
 
 -- Events: re-render jobs say so; a forgotten event lists the keys deleted.
 ALTER TABLE thumbs.event_log ADD COLUMN IF NOT EXISTS rerender boolean NOT NULL DEFAULT false;
@@ -266,38 +280,38 @@ LANGUAGE sql AS $$
   SELECT count(*)::int FROM deleted;
 $$;
 
--- Re-rendering: photos whose current thumbnails of the profile were made with another spec get a job,
+-- Re-rendering: photos whose current thumbnails of the profile were made with an older version get a job,
 -- at a priority below every default so that fresh uploads go first. Not again for a photo that has a
 -- live job of the profile, or whose re-render for this spec failed for good.
 CREATE OR REPLACE FUNCTION thumbs.rerender(profile text, batch_size integer DEFAULT 1000) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-  digest text;
+  present bigint;
   added int;
 BEGIN
-  SELECT thumbs.spec_digest(p.spec) INTO digest FROM thumbs.profiles p WHERE p.name = rerender.profile;
+  SELECT p.version INTO present FROM thumbs.profiles p WHERE p.name = rerender.profile;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'thumbs.rerender: no profile named %', rerender.profile USING ERRCODE = '22023';
   END IF;
   WITH stale AS (
     SELECT ph.external_id, ph.source_url FROM thumbs.photos ph
-     WHERE ph.profile = rerender.profile AND ph.spec_digest IS DISTINCT FROM digest
+     WHERE ph.profile = rerender.profile AND ph.spec_version IS DISTINCT FROM present
        AND NOT EXISTS (
          SELECT 1 FROM thumbs.jobs j
           WHERE ph.external_id IS NOT NULL AND j.external_id = ph.external_id AND j.profile = ph.profile
             AND (j.state IN ('queued', 'running')
-                 OR (j.rerender AND j.state = 'failed' AND j.spec_digest = digest)))
+                 OR (j.rerender AND j.state = 'failed' AND j.spec_version = present)))
        AND NOT EXISTS (
          SELECT 1 FROM thumbs.jobs j
           WHERE ph.external_id IS NULL AND j.source_key = ph.source_url AND j.external_id IS NULL
             AND j.profile = ph.profile
             AND (j.state IN ('queued', 'running')
-                 OR (j.rerender AND j.state = 'failed' AND j.spec_digest = digest)))
+                 OR (j.rerender AND j.state = 'failed' AND j.spec_version = present)))
      ORDER BY ph.id
      LIMIT batch_size),
   inserted AS (
-    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, external_id, rerender, spec_digest)
-    SELECT s.source_url, rerender.profile, -1000, s.external_id, true, digest FROM stale s
+    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, external_id, rerender, spec_version)
+    SELECT s.source_url, rerender.profile, -1000, s.external_id, true, present FROM stale s
     ON CONFLICT DO NOTHING
     RETURNING 1)
   SELECT count(*) INTO added FROM inserted;
@@ -338,7 +352,7 @@ CREATE OR REPLACE VIEW thumbs.rerender_overview AS
   SELECT p.name AS profile,
          (SELECT count(*) FROM thumbs.photos ph WHERE ph.profile = p.name) AS photos,
          (SELECT count(*) FROM thumbs.photos ph
-           WHERE ph.profile = p.name AND ph.spec_digest IS DISTINCT FROM thumbs.spec_digest(p.spec)) AS stale,
+           WHERE ph.profile = p.name AND ph.spec_version IS DISTINCT FROM p.version) AS stale,
          (SELECT count(*) FROM thumbs.jobs j WHERE j.rerender AND j.profile = p.name AND j.state = 'queued')
            AS queued,
          (SELECT count(*) FROM thumbs.jobs j WHERE j.rerender AND j.profile = p.name AND j.state = 'running')
@@ -347,7 +361,7 @@ CREATE OR REPLACE VIEW thumbs.rerender_overview AS
            AS succeeded,
          (SELECT count(*) FROM thumbs.jobs j
            WHERE j.rerender AND j.profile = p.name AND j.state = 'failed'
-             AND j.spec_digest = thumbs.spec_digest(p.spec)) AS failed
+             AND j.spec_version = p.version) AS failed
     FROM thumbs.profiles p
    ORDER BY p.name;
 

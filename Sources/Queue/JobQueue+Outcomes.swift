@@ -120,7 +120,7 @@ extension JobQueue {
       formats: rows.map(\.1.format), bytes: rows.map { Int64($0.1.bytes) },
       storageKeys: rows.map(\.1.storageKey), thumbhashes: results.map(\.thumbHash),
       renderKeys: results.map(\.renderKey), reusedFrom: results.map(\.reusedFrom),
-      stageMS: results.map { $0.stageTimes?.json }, specDigests: jobs.map(\.specDigest))
+      stageMS: results.map { $0.stageTimes?.json }, specVersions: jobs.map(\.specVersion))
     let answer = try await client.run(SQL.CompleteJobs.self, parameters, prepared: true)
     var recorded = RecordedOutcomes()
     for row in answer {

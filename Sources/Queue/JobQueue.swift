@@ -1,4 +1,3 @@
-import Hashing
 import ThumbCore
 
 /// A job this worker holds a lease on. `leaseToken` fences every write: a write whose token no longer
@@ -8,9 +7,9 @@ public struct LeasedJob: Sendable, Equatable {
   public var sourceURL: String
   public var profileName: String
   public var profileSpec: String
-  /// The digest of `profileSpec` (thumbs.spec_digest): recorded with the photo's current thumbnails, so
-  /// that a later change of the spec makes them stale (thumbs.rerender).
-  public var specDigest: String?
+  /// The profile's version with that spec (it goes up with each change of the spec): recorded with the
+  /// photo's current thumbnails, so that a later version makes them stale (thumbs.rerender).
+  public var specVersion: Int64?
   public var attempt: Int
   public var maxAttempts: Int
   public var leaseToken: String
@@ -53,15 +52,15 @@ public struct JobQueue: Sendable {
       .init(workerID: workerID, limit: Int64(limit), leaseSeconds: leaseSeconds, siblings: Int64(siblings)),
       prepared: true)
     // Each profile's spec comes once per batch, on the first of its rows.
-    var specs: [String: (text: String, digest: String)] = [:]
+    var specs: [String: (text: String, version: Int64?)] = [:]
     for row in rows {
-      if let spec = row.spec { specs[row.profile] = (spec, Digest.sha256Hex(Array(spec.utf8))) }
+      if let spec = row.spec { specs[row.profile] = (spec, row.specVersion) }
     }
     return rows.map { row in
       let spec = specs[row.profile]
       return LeasedJob(
         id: row.id, sourceURL: row.sourceURL, profileName: row.profile, profileSpec: spec?.text ?? "",
-        specDigest: spec?.digest, attempt: row.attempts, maxAttempts: row.maxAttempts,
+        specVersion: spec?.version, attempt: row.attempts, maxAttempts: row.maxAttempts,
         leaseToken: row.leaseToken)
     }
   }

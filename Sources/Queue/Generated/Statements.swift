@@ -135,8 +135,8 @@ public enum SQL {
       text: #"""
         WITH input AS (
           SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
-                               $14::text[])
-                   AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_digest)),
+                               $14::bigint[])
+                   AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version)),
         locked AS MATERIALIZED (
           SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
            WHERE j.lease_token = i.token AND j.state = 'running'
@@ -165,7 +165,7 @@ public enum SQL {
             FROM locked l JOIN input i ON i.id = l.id LEFT JOIN collected c ON c.id = l.id
            WHERE j.id = l.id
           RETURNING j.id, j.state, j.external_id, j.source_key, j.source_url, j.profile, j.render_key,
-                    j.thumbhash, j.attempts, j.rerender, i.spec_digest),
+                    j.thumbhash, j.attempts, j.rerender, i.spec_version),
         done AS (SELECT * FROM ended WHERE state = 'succeeded'),
         variant_rows AS (
           SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
@@ -181,26 +181,26 @@ public enum SQL {
           RETURNING v.job_id),
         by_external AS (
           INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
-                                          spec_digest)
+                                          spec_version)
           SELECT DISTINCT ON (d.external_id, d.profile)
-                 d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_digest
+                 d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version
             FROM done d WHERE d.external_id IS NOT NULL
            ORDER BY d.external_id, d.profile, d.id DESC
           ON CONFLICT (external_id, profile) WHERE external_id IS NOT NULL DO UPDATE
              SET source_url = excluded.source_url, job_id = excluded.job_id, render_key = excluded.render_key,
-                 thumbhash = excluded.thumbhash, spec_digest = excluded.spec_digest, updated_at = now()
+                 thumbhash = excluded.thumbhash, spec_version = excluded.spec_version, updated_at = now()
            WHERE p.job_id < excluded.job_id
           RETURNING p.id, p.job_id),
         by_source AS (
           INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
-                                          spec_digest)
+                                          spec_version)
           SELECT DISTINCT ON (d.source_key, d.profile)
-                 NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_digest
+                 NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version
             FROM done d WHERE d.external_id IS NULL
            ORDER BY d.source_key, d.profile, d.id DESC
           ON CONFLICT (source_url, profile) WHERE external_id IS NULL DO UPDATE
              SET job_id = excluded.job_id, render_key = excluded.render_key, thumbhash = excluded.thumbhash,
-                 spec_digest = excluded.spec_digest, updated_at = now()
+                 spec_version = excluded.spec_version, updated_at = now()
            WHERE p.job_id < excluded.job_id
           RETURNING p.id, p.job_id),
         current AS (SELECT id, job_id FROM by_external UNION ALL SELECT id, job_id FROM by_source),
@@ -236,11 +236,11 @@ public enum SQL {
         """#,
       parameters: [
         "ids", "tokens", "variant_job_ids", "names", "widths", "heights", "formats", "bytes", "storage_keys",
-        "thumbhashes", "render_keys", "reused_from", "stage_ms", "spec_digests",
+        "thumbhashes", "render_keys", "reused_from", "stage_ms", "spec_versions",
       ],
       parameterTypes: [
         "bigint[]", "uuid[]", "bigint[]", "text[]", "int[]", "int[]", "text[]", "bigint[]", "text[]",
-        "text[]", "text[]", "bigint[]", "jsonb[]", "text[]",
+        "text[]", "text[]", "bigint[]", "jsonb[]", "bigint[]",
       ],
       columns: ["id", "refused", "notified"],
       columnTypes: ["bigint", "bool", "bigint"])
@@ -259,12 +259,12 @@ public enum SQL {
       public var renderKeys: [String?]
       public var reusedFrom: [Int64?]
       public var stageMS: [String?]
-      public var specDigests: [String?]
+      public var specVersions: [Int64?]
 
       public init(
         ids: [Int64], tokens: [String], variantJobIDs: [Int64], names: [String], widths: [Int],
         heights: [Int], formats: [String], bytes: [Int64], storageKeys: [String], thumbhashes: [String?],
-        renderKeys: [String?], reusedFrom: [Int64?], stageMS: [String?], specDigests: [String?]
+        renderKeys: [String?], reusedFrom: [Int64?], stageMS: [String?], specVersions: [Int64?]
       ) {
         self.ids = ids
         self.tokens = tokens
@@ -279,7 +279,7 @@ public enum SQL {
         self.renderKeys = renderKeys
         self.reusedFrom = reusedFrom
         self.stageMS = stageMS
-        self.specDigests = specDigests
+        self.specVersions = specVersions
       }
 
       public var values: [String?] {
@@ -289,7 +289,7 @@ public enum SQL {
           PostgresArray.literal(formats), PostgresArray.literal(bytes), PostgresArray.literal(storageKeys),
           PostgresArray.literal(thumbhashes), PostgresArray.literal(renderKeys),
           PostgresArray.literal(reusedFrom), PostgresArray.literal(stageMS),
-          PostgresArray.literal(specDigests),
+          PostgresArray.literal(specVersions),
         ]
       }
     }
@@ -1332,9 +1332,9 @@ public enum SQL {
   /// (their URL has other live jobs) are looked up. They are locked with SKIP LOCKED; the worker may hold
   /// more jobs than its concurrency this way, and runs the extra ones as slots free.
   ///
-  /// Each profile's spec is read fresh for every lease, but sent once per profile per batch (spec is
-  /// NULL on the other rows of that profile): turning the jsonb into text for every row cost more than
-  /// the rest of the statement.
+  /// Each profile's spec (and its version, migrations/0013) is read fresh for every lease, but sent once
+  /// per profile per batch (NULL on the other rows of that profile): turning the jsonb into text for every
+  /// row cost more than the rest of the statement.
   public enum LeaseJobs: TypedStatement {
     public static let statement = SQLStatement(
       name: "lease_jobs",
@@ -1363,14 +1363,18 @@ public enum SQL {
           RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token)
         SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token,
                CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1
-                    THEN (SELECT p.spec::text FROM thumbs.profiles p WHERE p.name = l.profile) END AS spec
+                    THEN (SELECT p.spec::text FROM thumbs.profiles p WHERE p.name = l.profile) END AS spec,
+               CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1
+                    THEN (SELECT p.version FROM thumbs.profiles p WHERE p.name = l.profile) END AS spec_version
           FROM leased l
          ORDER BY l.id
         """#,
       parameters: ["worker_id", "limit", "lease_seconds", "siblings"],
       parameterTypes: ["text", "bigint", "float8", "bigint"],
-      columns: ["id", "source_url", "profile", "attempts", "max_attempts", "lease_token", "spec"],
-      columnTypes: ["bigint", "text", "text", "int", "int", "uuid", "text"])
+      columns: [
+        "id", "source_url", "profile", "attempts", "max_attempts", "lease_token", "spec", "spec_version",
+      ],
+      columnTypes: ["bigint", "text", "text", "int", "int", "uuid", "text", "bigint"])
 
     public struct Parameters: StatementParameters {
       public var workerID: String
@@ -1398,6 +1402,7 @@ public enum SQL {
       public var maxAttempts: Int
       public var leaseToken: String
       public var spec: String?
+      public var specVersion: Int64?
 
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
@@ -1407,6 +1412,7 @@ public enum SQL {
         maxAttempts = try row.decode("max_attempts")
         leaseToken = try row.decode("lease_token")
         spec = try row.decode("spec")
+        specVersion = try row.decode("spec_version")
       }
     }
   }

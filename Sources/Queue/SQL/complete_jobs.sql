@@ -23,12 +23,12 @@
 -- objects of every job not written candidates for collection (gc_unclaimed).
 -- params: ids bigint[], tokens uuid[], variant_job_ids bigint[], names text[], widths int[],
 -- params: heights int[], formats text[], bytes bigint[], storage_keys text[], thumbhashes text?[],
--- params: render_keys text?[], reused_from bigint?[], stage_ms jsonb?[], spec_digests text?[]
+-- params: render_keys text?[], reused_from bigint?[], stage_ms jsonb?[], spec_versions bigint?[]
 -- returns: id bigint, refused bool, notified bigint
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
-                       $14::text[])
-           AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_digest)),
+                       $14::bigint[])
+           AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version)),
 locked AS MATERIALIZED (
   SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
    WHERE j.lease_token = i.token AND j.state = 'running'
@@ -57,7 +57,7 @@ ended AS (
     FROM locked l JOIN input i ON i.id = l.id LEFT JOIN collected c ON c.id = l.id
    WHERE j.id = l.id
   RETURNING j.id, j.state, j.external_id, j.source_key, j.source_url, j.profile, j.render_key,
-            j.thumbhash, j.attempts, j.rerender, i.spec_digest),
+            j.thumbhash, j.attempts, j.rerender, i.spec_version),
 done AS (SELECT * FROM ended WHERE state = 'succeeded'),
 variant_rows AS (
   SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
@@ -73,26 +73,26 @@ stored AS (
   RETURNING v.job_id),
 by_external AS (
   INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
-                                  spec_digest)
+                                  spec_version)
   SELECT DISTINCT ON (d.external_id, d.profile)
-         d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_digest
+         d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version
     FROM done d WHERE d.external_id IS NOT NULL
    ORDER BY d.external_id, d.profile, d.id DESC
   ON CONFLICT (external_id, profile) WHERE external_id IS NOT NULL DO UPDATE
      SET source_url = excluded.source_url, job_id = excluded.job_id, render_key = excluded.render_key,
-         thumbhash = excluded.thumbhash, spec_digest = excluded.spec_digest, updated_at = now()
+         thumbhash = excluded.thumbhash, spec_version = excluded.spec_version, updated_at = now()
    WHERE p.job_id < excluded.job_id
   RETURNING p.id, p.job_id),
 by_source AS (
   INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
-                                  spec_digest)
+                                  spec_version)
   SELECT DISTINCT ON (d.source_key, d.profile)
-         NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_digest
+         NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version
     FROM done d WHERE d.external_id IS NULL
    ORDER BY d.source_key, d.profile, d.id DESC
   ON CONFLICT (source_url, profile) WHERE external_id IS NULL DO UPDATE
      SET job_id = excluded.job_id, render_key = excluded.render_key, thumbhash = excluded.thumbhash,
-         spec_digest = excluded.spec_digest, updated_at = now()
+         spec_version = excluded.spec_version, updated_at = now()
    WHERE p.job_id < excluded.job_id
   RETURNING p.id, p.job_id),
 current AS (SELECT id, job_id FROM by_external UNION ALL SELECT id, job_id FROM by_source),

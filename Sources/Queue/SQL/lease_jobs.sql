@@ -8,12 +8,12 @@
 -- (their URL has other live jobs) are looked up. They are locked with SKIP LOCKED; the worker may hold
 -- more jobs than its concurrency this way, and runs the extra ones as slots free.
 --
--- Each profile's spec is read fresh for every lease, but sent once per profile per batch (spec is
--- NULL on the other rows of that profile): turning the jsonb into text for every row cost more than
--- the rest of the statement.
+-- Each profile's spec (and its version, migrations/0013) is read fresh for every lease, but sent once
+-- per profile per batch (NULL on the other rows of that profile): turning the jsonb into text for every
+-- row cost more than the rest of the statement.
 -- params: worker_id text, limit bigint, lease_seconds float8, siblings bigint
 -- returns: id bigint, source_url text, profile text, attempts int, max_attempts int, lease_token uuid,
--- returns: spec text?
+-- returns: spec text?, spec_version bigint?
 WITH picked AS MATERIALIZED (
   SELECT id, source_key, shares_source FROM thumbs.jobs
    WHERE state = 'queued' AND run_at <= now()
@@ -38,6 +38,8 @@ leased AS (
   RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token)
 SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token,
        CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1
-            THEN (SELECT p.spec::text FROM thumbs.profiles p WHERE p.name = l.profile) END AS spec
+            THEN (SELECT p.spec::text FROM thumbs.profiles p WHERE p.name = l.profile) END AS spec,
+       CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1
+            THEN (SELECT p.version FROM thumbs.profiles p WHERE p.name = l.profile) END AS spec_version
   FROM leased l
  ORDER BY l.id

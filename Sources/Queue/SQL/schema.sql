@@ -10,6 +10,16 @@ CREATE FUNCTION thumbs.append_attempt(log jsonb, entry jsonb) RETURNS jsonb
               ELSE log || jsonb_build_array(entry) END;
 $$;
 
+CREATE FUNCTION thumbs.bump_profile_version() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  NEW.version := OLD.version + 1;
+  NEW.updated_at := now();
+  RETURN NEW;
+END;
+$$;
+
 CREATE FUNCTION thumbs.cancel(job_id bigint) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -345,32 +355,32 @@ CREATE FUNCTION thumbs.rerender(profile text, batch_size integer DEFAULT 1000) R
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-  digest text;
+  present bigint;
   added int;
 BEGIN
-  SELECT thumbs.spec_digest(p.spec) INTO digest FROM thumbs.profiles p WHERE p.name = rerender.profile;
+  SELECT p.version INTO present FROM thumbs.profiles p WHERE p.name = rerender.profile;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'thumbs.rerender: no profile named %', rerender.profile USING ERRCODE = '22023';
   END IF;
   WITH stale AS (
     SELECT ph.external_id, ph.source_url FROM thumbs.photos ph
-     WHERE ph.profile = rerender.profile AND ph.spec_digest IS DISTINCT FROM digest
+     WHERE ph.profile = rerender.profile AND ph.spec_version IS DISTINCT FROM present
        AND NOT EXISTS (
          SELECT 1 FROM thumbs.jobs j
           WHERE ph.external_id IS NOT NULL AND j.external_id = ph.external_id AND j.profile = ph.profile
             AND (j.state IN ('queued', 'running')
-                 OR (j.rerender AND j.state = 'failed' AND j.spec_digest = digest)))
+                 OR (j.rerender AND j.state = 'failed' AND j.spec_version = present)))
        AND NOT EXISTS (
          SELECT 1 FROM thumbs.jobs j
           WHERE ph.external_id IS NULL AND j.source_key = ph.source_url AND j.external_id IS NULL
             AND j.profile = ph.profile
             AND (j.state IN ('queued', 'running')
-                 OR (j.rerender AND j.state = 'failed' AND j.spec_digest = digest)))
+                 OR (j.rerender AND j.state = 'failed' AND j.spec_version = present)))
      ORDER BY ph.id
      LIMIT batch_size),
   inserted AS (
-    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, external_id, rerender, spec_digest)
-    SELECT s.source_url, rerender.profile, -1000, s.external_id, true, digest FROM stale s
+    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, external_id, rerender, spec_version)
+    SELECT s.source_url, rerender.profile, -1000, s.external_id, true, present FROM stale s
     ON CONFLICT DO NOTHING
     RETURNING 1)
   SELECT count(*) INTO added FROM inserted;
@@ -432,12 +442,6 @@ BEGIN
 END;
 $$;
 
-CREATE FUNCTION thumbs.spec_digest(spec jsonb) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-  SELECT encode(sha256(convert_to(spec::text, 'UTF8')), 'hex');
-$$;
-
 CREATE TABLE thumbs.photo_variants (
     photo_id bigint NOT NULL,
     name text NOT NULL,
@@ -457,7 +461,7 @@ CREATE TABLE thumbs.photos (
     render_key text,
     thumbhash text,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    spec_digest text
+    spec_version bigint
 );
 
 CREATE VIEW thumbs.current_variants AS
@@ -568,7 +572,7 @@ CREATE TABLE thumbs.jobs (
     source_key text,
     external_id text,
     rerender boolean DEFAULT false NOT NULL,
-    spec_digest text,
+    spec_version bigint,
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts > 0)),
     CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text])))
 )
@@ -584,7 +588,7 @@ COMMENT ON COLUMN thumbs.jobs.stage_ms IS 'Milliseconds per stage of the attempt
 
 COMMENT ON COLUMN thumbs.jobs.rerender IS 'Queued by thumbs.rerender: the photo had thumbnails made with an older spec of its profile';
 
-COMMENT ON COLUMN thumbs.jobs.spec_digest IS 'Re-render jobs: the digest of the spec they were queued for (thumbs.spec_digest)';
+COMMENT ON COLUMN thumbs.jobs.spec_version IS 'Re-render jobs: the version of the profile they were queued for';
 
 CREATE VIEW thumbs.failed_jobs AS
  SELECT jobs.id,
@@ -677,7 +681,8 @@ ALTER TABLE thumbs.photos ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 CREATE TABLE thumbs.profiles (
     name text NOT NULL,
     spec jsonb NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    version bigint DEFAULT 1 NOT NULL
 );
 
 CREATE VIEW thumbs.queue_overview AS
@@ -696,7 +701,7 @@ CREATE VIEW thumbs.rerender_overview AS
           WHERE (ph.profile = p.name)) AS photos,
     ( SELECT count(*) AS count
            FROM thumbs.photos ph
-          WHERE ((ph.profile = p.name) AND (ph.spec_digest IS DISTINCT FROM thumbs.spec_digest(p.spec)))) AS stale,
+          WHERE ((ph.profile = p.name) AND (ph.spec_version IS DISTINCT FROM p.version))) AS stale,
     ( SELECT count(*) AS count
            FROM thumbs.jobs j
           WHERE (j.rerender AND (j.profile = p.name) AND (j.state = 'queued'::text))) AS queued,
@@ -708,7 +713,7 @@ CREATE VIEW thumbs.rerender_overview AS
           WHERE (j.rerender AND (j.profile = p.name) AND (j.state = 'succeeded'::text))) AS succeeded,
     ( SELECT count(*) AS count
            FROM thumbs.jobs j
-          WHERE (j.rerender AND (j.profile = p.name) AND (j.state = 'failed'::text) AND (j.spec_digest = thumbs.spec_digest(p.spec)))) AS failed
+          WHERE (j.rerender AND (j.profile = p.name) AND (j.state = 'failed'::text) AND (j.spec_version = p.version))) AS failed
    FROM thumbs.profiles p
   ORDER BY p.name;
 
@@ -947,6 +952,8 @@ CREATE INDEX webhook_deliveries_event_idx ON thumbs.webhook_deliveries USING btr
 CREATE TRIGGER jobs_source_key BEFORE INSERT OR UPDATE OF source_url ON thumbs.jobs FOR EACH ROW EXECUTE FUNCTION thumbs.set_source_key();
 
 CREATE TRIGGER lease_only_readable_sources BEFORE UPDATE OF state ON thumbs.jobs FOR EACH ROW WHEN (((old.state = 'queued'::text) AND (new.state = 'running'::text) AND (lower("left"(old.source_url, 5)) = 's3://'::text))) EXECUTE FUNCTION thumbs.lease_only_readable_sources();
+
+CREATE TRIGGER profiles_version BEFORE UPDATE OF spec ON thumbs.profiles FOR EACH ROW WHEN ((new.spec IS DISTINCT FROM old.spec)) EXECUTE FUNCTION thumbs.bump_profile_version();
 
 ALTER TABLE ONLY thumbs.erasure_keys
     ADD CONSTRAINT erasure_keys_erasure_id_fkey FOREIGN KEY (erasure_id) REFERENCES thumbs.erasures(id) ON DELETE CASCADE;
