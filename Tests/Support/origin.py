@@ -14,6 +14,8 @@ Routes (all GET unless noted):
   /status/<code>                    that status with a short body
   /flaky/<n>/<name>                 503 for the first n requests of this path, then the file
   /slow/<name>[?chunk=B&delay=S]    the file in small chunks (4096 B) with 0.5 s pauses
+  /unique/<name>?<anything>         the file with the query appended after its end: other bytes for each
+                                    URL (no two URLs render alike), the same picture
   /retry-after/<seconds>/<name>     first request 429 + Retry-After, then the file
   /huge[?nolength=1]                claims 10 GiB (or no length at all), streams zeros forever
   /lying-length/<name>              Content-Length larger than the body, then closes
@@ -209,6 +211,14 @@ class Handler(BaseHTTPRequestHandler):
         self.start_file(path, headers=validators)
         self.wfile.write(data)
 
+    def route_unique(self, name):
+        loaded = self.load_file(name)
+        if loaded is None:
+            return
+        path, data = loaded
+        body = data + b"\n" + urlsplit(self.path).query.encode()
+        self.send_body(200, body, content_type="image/jpeg")
+
     def read_request_body(self):
         # Drain any body so the next request on this connection parses cleanly.
         length = int(self.headers.get("Content-Length") or 0)
@@ -254,6 +264,8 @@ class Handler(BaseHTTPRequestHandler):
             self.route_flaky(rest, n)
         elif route == "slow":
             self.route_slow(rest, query)
+        elif route == "unique":
+            self.route_unique(rest)
         elif route == "retry-after":
             self.route_retry_after(rest, n)
         elif route == "huge" and not rest:
