@@ -141,6 +141,24 @@ CREATE TABLE IF NOT EXISTS thumbs.erasure_keys (
 CREATE INDEX IF NOT EXISTS erasure_keys_undecided_idx ON thumbs.erasure_keys (storage_key)
   WHERE outcome IS NULL;
 
+-- Makes storage keys collection candidates, their grace counted from `since`: again if they were
+-- collected or kept before (the time of their last deletion stays, for the fence of complete_jobs). A
+-- key already pending or marked is left as it is. Forgetting, retention, refused completions
+-- (gc_unclaimed) and `thumbd gc`'s orphans (gc_adopt) all add theirs here. Returns how many were added.
+CREATE OR REPLACE FUNCTION thumbs.add_gc_candidates(
+  storage_keys text[], reason text, since timestamptz DEFAULT now())
+RETURNS bigint
+LANGUAGE sql AS $$
+  WITH added AS (
+    INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason, queued_at)
+    SELECT DISTINCT k, 'pending', add_gc_candidates.reason, since FROM unnest(storage_keys) AS k
+    ON CONFLICT (storage_key) DO UPDATE
+       SET state = 'pending', queued_at = excluded.queued_at, reason = excluded.reason, fenced_at = NULL
+     WHERE g.state IS NULL
+    RETURNING 1)
+  SELECT count(*) FROM added;
+$$;
+
 -- Forgets one photo: every job of it (its external id; without one, its source), every profile. Jobs
 -- are locked first, in id order, as completions lock them: a completion that came first is seen by the
 -- statements that follow (each takes a new snapshot), one that comes later finds its job forgotten and
@@ -154,6 +172,7 @@ DECLARE
   urls text[];
   live int;
   photo_ids bigint[];
+  candidates bigint;
 BEGIN
   IF photo_external_id IS NOT NULL THEN
     SELECT coalesce(array_agg(s.id ORDER BY s.id), '{}'), coalesce(array_agg(DISTINCT s.source_url), '{}'),
@@ -208,11 +227,7 @@ BEGIN
     INSERT INTO thumbs.erasure_keys (erasure_id, storage_key)
     SELECT e.id, k.storage_key FROM erasures e JOIN keys k ON k.profile = e.profile
     RETURNING storage_key)
-  INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
-  SELECT DISTINCT l.storage_key, 'pending', 'forgotten' FROM listed l
-  ON CONFLICT (storage_key) DO UPDATE
-     SET state = 'pending', queued_at = now(), reason = 'forgotten', fenced_at = NULL
-   WHERE g.state IS NULL;
+  SELECT thumbs.add_gc_candidates(array_agg(l.storage_key), 'forgotten') INTO candidates FROM listed l;
 
   DELETE FROM thumbs.variants v WHERE v.job_id = ANY (ids);
   DELETE FROM thumbs.photos ph WHERE ph.id = ANY (photo_ids);
@@ -257,27 +272,30 @@ $$;
 -- Retention: the keys of pruned jobs that nothing else names become candidates.
 CREATE OR REPLACE FUNCTION thumbs.prune(older_than interval DEFAULT '7 days', batch_size integer DEFAULT 1000)
 RETURNS integer
-LANGUAGE sql AS $$
-  WITH doomed AS (
-    SELECT id FROM thumbs.jobs
-     WHERE state IN ('succeeded', 'failed', 'cancelled', 'forgotten') AND finished_at < now() - older_than
-     ORDER BY finished_at
-     LIMIT batch_size
-     FOR UPDATE SKIP LOCKED),
-  keys AS (
-    SELECT DISTINCT v.storage_key FROM thumbs.variants v JOIN doomed d ON d.id = v.job_id),
-  deleted AS (
-    DELETE FROM thumbs.jobs j USING doomed WHERE j.id = doomed.id RETURNING 1),
-  candidates AS (
-    INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
-    SELECT k.storage_key, 'pending', 'pruned' FROM keys k
-     WHERE NOT EXISTS (SELECT 1 FROM thumbs.photo_variants pv WHERE pv.storage_key = k.storage_key)
-       AND NOT EXISTS (SELECT 1 FROM thumbs.variants v
-                        WHERE v.storage_key = k.storage_key AND v.job_id NOT IN (SELECT id FROM doomed))
-    ON CONFLICT (storage_key) DO UPDATE SET state = 'pending', queued_at = now(), reason = 'pruned',
-                                            fenced_at = NULL
-     WHERE g.state IS NULL)
-  SELECT count(*)::int FROM deleted;
+LANGUAGE plpgsql AS $$
+DECLARE
+  doomed bigint[];
+  unnamed text[];
+  deleted int;
+BEGIN
+  SELECT coalesce(array_agg(d.id), '{}') INTO doomed
+    FROM (SELECT j.id FROM thumbs.jobs j
+           WHERE j.state IN ('succeeded', 'failed', 'cancelled', 'forgotten')
+             AND j.finished_at < now() - older_than
+           ORDER BY j.finished_at
+           LIMIT batch_size
+           FOR UPDATE SKIP LOCKED) d;
+  SELECT array_agg(DISTINCT v.storage_key) INTO unnamed
+    FROM thumbs.variants v
+   WHERE v.job_id = ANY (doomed)
+     AND NOT EXISTS (SELECT 1 FROM thumbs.photo_variants pv WHERE pv.storage_key = v.storage_key)
+     AND NOT EXISTS (SELECT 1 FROM thumbs.variants o
+                      WHERE o.storage_key = v.storage_key AND NOT (o.job_id = ANY (doomed)));
+  DELETE FROM thumbs.jobs j WHERE j.id = ANY (doomed);
+  GET DIAGNOSTICS deleted = ROW_COUNT;
+  PERFORM thumbs.add_gc_candidates(unnamed, 'pruned');
+  RETURN deleted;
+END;
 $$;
 
 -- Re-rendering: photos whose current thumbnails of the profile were made with an older version get a job,

@@ -53,9 +53,9 @@ extension JobQueue {
       ).first?.failed ?? 0)
   }
 
-  /// Writes the `forgotten` events of the erasures that are done; returns how many.
+  /// Writes the `forgotten` events of up to `batch` erasures that are done; returns how many.
   @discardableResult
-  public func gcSettle(batch: Int = 100) async throws(PostgresError) -> Int {
+  public func gcSettle(batch: Int) async throws(PostgresError) -> Int {
     Int(try await client.run(SQL.GcSettle.self, .init(batchSize: Int64(batch))).first?.events ?? 0)
   }
 }

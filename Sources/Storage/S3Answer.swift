@@ -39,11 +39,8 @@ public enum S3Answer: Sendable, Equatable {
 
   /// The text of the first `<Code>` element of an S3 error document.
   public static func errorCode(in body: String) -> String? {
-    guard let open = body.range(of: "<Code>"),
-      let close = body.range(of: "</Code>", range: open.upperBound..<body.endIndex)
-    else { return nil }
-    let code = body[open.upperBound..<close.lowerBound]
-    guard !code.isEmpty, code.count <= 64, code.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." })
+    guard let code = S3XML.elements("Code", in: Substring(body)).first,
+      !code.isEmpty, code.count <= 64, code.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." })
     else { return nil }
     return String(code)
   }

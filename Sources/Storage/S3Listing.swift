@@ -12,14 +12,24 @@ struct S3Listing {
   var truncated = false
 
   init(xml: String) {
-    truncated = Self.elements("IsTruncated", in: Substring(xml)).first == "true"
-    for contents in Self.elements("Contents", in: Substring(xml)) {
-      guard let name = Self.elements("Key", in: contents).first else { continue }
-      let modified = Self.elements("LastModified", in: contents).first.flatMap(Self.date) ?? 0
-      objects.append(Object(name: Self.unescaped(String(name)), modified: modified))
+    truncated = S3XML.elements("IsTruncated", in: Substring(xml)).first == "true"
+    // Made once for the page: a formatter is costly to make, and a page holds up to 1,000 objects.
+    let withFraction = ISO8601DateFormatter()
+    withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    let plain = ISO8601DateFormatter()
+    for contents in S3XML.elements("Contents", in: Substring(xml)) {
+      guard let name = S3XML.elements("Key", in: contents).first else { continue }
+      let modified = S3XML.elements("LastModified", in: contents).first.flatMap { text in
+        (withFraction.date(from: String(text)) ?? plain.date(from: String(text)))?.timeIntervalSince1970
+      }
+      objects.append(Object(name: S3XML.unescaped(String(name)), modified: modified ?? 0))
     }
   }
+}
 
+/// What S3's answers need of XML: their documents are flat and fixed (an error's `<Code>`, a listing's
+/// `<Contents>`), so the text between a tag and its end is read directly.
+enum S3XML {
   /// The contents of every `<tag>...</tag>` in `text`, in order (no nesting of the same tag).
   static func elements(_ tag: String, in text: Substring) -> [Substring] {
     var found: [Substring] = []
@@ -38,12 +48,5 @@ struct S3Listing {
     return text.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
       .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
       .replacingOccurrences(of: "&#x0D;", with: "\r").replacingOccurrences(of: "&amp;", with: "&")
-  }
-
-  static func date(_ text: Substring) -> Double? {
-    let withFraction = ISO8601DateFormatter()
-    withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    if let date = withFraction.date(from: String(text)) { return date.timeIntervalSince1970 }
-    return ISO8601DateFormatter().date(from: String(text))?.timeIntervalSince1970
   }
 }

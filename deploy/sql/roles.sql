@@ -63,8 +63,8 @@ GRANT SELECT, UPDATE, DELETE ON thumbs.erasure_keys TO thumbd_worker;
 GRANT SELECT ON thumbs.gc_overview, thumbs.rerender_overview TO thumbd_worker;
 GRANT EXECUTE ON FUNCTION thumbs.append_attempt(jsonb, jsonb), thumbs.expire_workers(),
   thumbs.prune(interval, integer), thumbs.prune_originals(interval, integer),
-  thumbs.prune_events(interval, integer), thumbs.redact_url(text), thumbs.object_is_named(text)
-  TO thumbd_worker;
+  thumbs.prune_events(interval, integer), thumbs.redact_url(text), thumbs.object_is_named(text),
+  thumbs.add_gc_candidates(text[], text, timestamptz) TO thumbd_worker;
 
 -- The backend.
 GRANT EXECUTE ON FUNCTION thumbs.enqueue(text, text, integer, timestamptz, jsonb, text), thumbs.retry(bigint),

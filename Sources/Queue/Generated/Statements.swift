@@ -703,15 +703,7 @@ public enum SQL {
     public static let statement = SQLStatement(
       name: "gc_adopt",
       text: #"""
-        WITH adopted AS (
-          INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason, queued_at)
-          SELECT DISTINCT k, 'pending', 'orphan', now() - make_interval(secs => $2::float8)
-            FROM unnest($1::text[]) AS k
-          ON CONFLICT (storage_key) DO UPDATE
-             SET state = 'pending', reason = 'orphan', queued_at = excluded.queued_at, fenced_at = NULL
-           WHERE g.state IS NULL
-          RETURNING 1)
-        SELECT count(*) AS adopted FROM adopted
+        SELECT thumbs.add_gc_candidates($1::text[], 'orphan', now() - make_interval(secs => $2::float8)) AS adopted
         """#,
       parameters: ["storage_keys", "grace_seconds"],
       parameterTypes: ["text[]", "float8"],
@@ -1115,14 +1107,7 @@ public enum SQL {
     public static let statement = SQLStatement(
       name: "gc_unclaimed",
       text: #"""
-        WITH added AS (
-          INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
-          SELECT DISTINCT k, 'pending', 'unclaimed' FROM unnest($1::text[]) AS k
-          ON CONFLICT (storage_key) DO UPDATE
-             SET state = 'pending', queued_at = now(), reason = 'unclaimed', fenced_at = NULL
-           WHERE g.state IS NULL
-          RETURNING 1)
-        SELECT count(*) AS added FROM added
+        SELECT thumbs.add_gc_candidates($1::text[], 'unclaimed') AS added
         """#,
       parameters: ["storage_keys"],
       parameterTypes: ["text[]"],

@@ -4,11 +4,4 @@
 -- have been stored for nothing. Collection keeps whatever something names meanwhile.
 -- params: storage_keys text[]
 -- returns: added bigint
-WITH added AS (
-  INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
-  SELECT DISTINCT k, 'pending', 'unclaimed' FROM unnest($1::text[]) AS k
-  ON CONFLICT (storage_key) DO UPDATE
-     SET state = 'pending', queued_at = now(), reason = 'unclaimed', fenced_at = NULL
-   WHERE g.state IS NULL
-  RETURNING 1)
-SELECT count(*) AS added FROM added
+SELECT thumbs.add_gc_candidates($1::text[], 'unclaimed') AS added

@@ -3,6 +3,19 @@
 
 CREATE SCHEMA thumbs;
 
+CREATE FUNCTION thumbs.add_gc_candidates(storage_keys text[], reason text, since timestamp with time zone DEFAULT now()) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+  WITH added AS (
+    INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason, queued_at)
+    SELECT DISTINCT k, 'pending', add_gc_candidates.reason, since FROM unnest(storage_keys) AS k
+    ON CONFLICT (storage_key) DO UPDATE
+       SET state = 'pending', queued_at = excluded.queued_at, reason = excluded.reason, fenced_at = NULL
+     WHERE g.state IS NULL
+    RETURNING 1)
+  SELECT count(*) FROM added;
+$$;
+
 CREATE FUNCTION thumbs.append_attempt(log jsonb, entry jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
     AS $$
@@ -176,6 +189,7 @@ DECLARE
   urls text[];
   live int;
   photo_ids bigint[];
+  candidates bigint;
 BEGIN
   IF photo_external_id IS NOT NULL THEN
     SELECT coalesce(array_agg(s.id ORDER BY s.id), '{}'), coalesce(array_agg(DISTINCT s.source_url), '{}'),
@@ -230,11 +244,7 @@ BEGIN
     INSERT INTO thumbs.erasure_keys (erasure_id, storage_key)
     SELECT e.id, k.storage_key FROM erasures e JOIN keys k ON k.profile = e.profile
     RETURNING storage_key)
-  INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
-  SELECT DISTINCT l.storage_key, 'pending', 'forgotten' FROM listed l
-  ON CONFLICT (storage_key) DO UPDATE
-     SET state = 'pending', queued_at = now(), reason = 'forgotten', fenced_at = NULL
-   WHERE g.state IS NULL;
+  SELECT thumbs.add_gc_candidates(array_agg(l.storage_key), 'forgotten') INTO candidates FROM listed l;
 
   DELETE FROM thumbs.variants v WHERE v.job_id = ANY (ids);
   DELETE FROM thumbs.photos ph WHERE ph.id = ANY (photo_ids);
@@ -270,28 +280,31 @@ CREATE FUNCTION thumbs.object_is_named(storage_key text) RETURNS boolean
 $$;
 
 CREATE FUNCTION thumbs.prune(older_than interval DEFAULT '7 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer
-    LANGUAGE sql
+    LANGUAGE plpgsql
     AS $$
-  WITH doomed AS (
-    SELECT id FROM thumbs.jobs
-     WHERE state IN ('succeeded', 'failed', 'cancelled', 'forgotten') AND finished_at < now() - older_than
-     ORDER BY finished_at
-     LIMIT batch_size
-     FOR UPDATE SKIP LOCKED),
-  keys AS (
-    SELECT DISTINCT v.storage_key FROM thumbs.variants v JOIN doomed d ON d.id = v.job_id),
-  deleted AS (
-    DELETE FROM thumbs.jobs j USING doomed WHERE j.id = doomed.id RETURNING 1),
-  candidates AS (
-    INSERT INTO thumbs.gc_objects AS g (storage_key, state, reason)
-    SELECT k.storage_key, 'pending', 'pruned' FROM keys k
-     WHERE NOT EXISTS (SELECT 1 FROM thumbs.photo_variants pv WHERE pv.storage_key = k.storage_key)
-       AND NOT EXISTS (SELECT 1 FROM thumbs.variants v
-                        WHERE v.storage_key = k.storage_key AND v.job_id NOT IN (SELECT id FROM doomed))
-    ON CONFLICT (storage_key) DO UPDATE SET state = 'pending', queued_at = now(), reason = 'pruned',
-                                            fenced_at = NULL
-     WHERE g.state IS NULL)
-  SELECT count(*)::int FROM deleted;
+DECLARE
+  doomed bigint[];
+  unnamed text[];
+  deleted int;
+BEGIN
+  SELECT coalesce(array_agg(d.id), '{}') INTO doomed
+    FROM (SELECT j.id FROM thumbs.jobs j
+           WHERE j.state IN ('succeeded', 'failed', 'cancelled', 'forgotten')
+             AND j.finished_at < now() - older_than
+           ORDER BY j.finished_at
+           LIMIT batch_size
+           FOR UPDATE SKIP LOCKED) d;
+  SELECT array_agg(DISTINCT v.storage_key) INTO unnamed
+    FROM thumbs.variants v
+   WHERE v.job_id = ANY (doomed)
+     AND NOT EXISTS (SELECT 1 FROM thumbs.photo_variants pv WHERE pv.storage_key = v.storage_key)
+     AND NOT EXISTS (SELECT 1 FROM thumbs.variants o
+                      WHERE o.storage_key = v.storage_key AND NOT (o.job_id = ANY (doomed)));
+  DELETE FROM thumbs.jobs j WHERE j.id = ANY (doomed);
+  GET DIAGNOSTICS deleted = ROW_COUNT;
+  PERFORM thumbs.add_gc_candidates(unnamed, 'pruned');
+  RETURN deleted;
+END;
 $$;
 
 CREATE FUNCTION thumbs.prune_events(older_than interval DEFAULT '30 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer

@@ -81,7 +81,7 @@ struct Collector: Service, WithServiceContext {
 public struct CollectionSettings: Sendable {
   /// A candidate waits this long before it may be marked (`--erase-grace`).
   public var graceSeconds: Double
-  /// Objects marked or claimed per statement.
+  /// Objects marked or claimed, and erasures settled, per statement.
   public var batch = 100
   /// Deletes in flight at once.
   public var concurrency = 8
@@ -158,9 +158,9 @@ public struct CollectionPass: Sendable {
       report.firstFailure = report.firstFailure ?? failures.first?.error
     }
     while true {
-      let events = try await queue.gcSettle()
+      let events = try await queue.gcSettle(batch: settings.batch)
       report.events += events
-      if events < 100 { break }
+      if events < settings.batch { break }
     }
     return report
   }
