@@ -102,7 +102,7 @@ public struct Thumbnailer: Sendable {
       requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants),
       margin: economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin)
     timings.decode = mark.secondsSince
-    let output = OutputStage(header: header, model: decoded.image.model)
+    let output = OutputStage(header: header, model: decoded.image.model, coding: decoded.image.yCbCrCoding)
     let orientation = header.orientation
     let decodedUpright = orientation.uprightSize(of: decoded.image.size)
     let steps = RenderPlanner.steps(original: upright, decoded: decodedUpright, variants: all)

@@ -1,3 +1,4 @@
+import CHEVCDecoder
 import CLibHeif
 import ThumbCore
 
@@ -18,10 +19,19 @@ final class HEIFSource: SourceDecoder {
   private let file: OwnedBytes
   private let context: OpaquePointer
   private let primary: OpaquePointer
+  /// The primary picture as thumbd's own HEVC route decodes it (HEVCTiles), when it can; then `header`
+  /// is in its stored orientation, before the turns, which the output stage applies.
+  private let tiled: (item: HEVCItem, coding: YCbCrCoding)?
 
   /// libheif sets up its codec and colour-conversion tables on first use; done once, up front, because
   /// doing it lazily from several threads at once has crashed (libheif issues 950, 957).
-  static let initialised: Bool = heif_init(nil).code == heif_error_Ok
+  /// HEVC is decoded by libavcodec (CHEVCDecoder) where it is available: registered here, ahead of
+  /// libde265.
+  static let initialised: Bool = {
+    guard heif_init(nil).code == heif_error_Ok else { return false }
+    _ = thumbd_hevc_register()
+    return true
+  }()
 
   init(_ data: [UInt8], format: ImageFormat, maxPixels: Int) throws(JobError) {
     _ = Self.initialised
@@ -66,10 +76,26 @@ final class HEIFSource: SourceDecoder {
         "HEIF picture is coded at \(coded) (\(coded.pixels) pixels), over the limit of \(maxPixels)")
     }
     codedSize = PixelSize(width: max(coded.width, size.width), height: max(coded.height, size.height))
+    let hasAlpha = heif_image_handle_has_alpha_channel(handle) != 0
+    tiled = hasAlpha ? nil : Self.tiledRoute(data, context: context, displayed: size)
     header = SourceHeader(
-      format: format, storedSize: size, orientation: .up,
-      hasAlpha: heif_image_handle_has_alpha_channel(handle) != 0, color: Self.color(of: handle))
+      format: format,
+      storedSize: tiled.map { $0.item.orientation.uprightSize(of: $0.item.displayedSize) } ?? size,
+      orientation: tiled?.item.orientation ?? .up, hasAlpha: hasAlpha, color: Self.color(of: handle))
     made = true
+  }
+
+  /// The primary picture's description for HEVCTiles, when that route decodes it and agrees with
+  /// libheif on its displayed size.
+  private static func tiledRoute(
+    _ data: [UInt8], context: OpaquePointer, displayed: PixelSize
+  ) -> (item: HEVCItem, coding: YCbCrCoding)? {
+    var id: heif_item_id = 0
+    guard heif_context_get_primary_image_ID(context, &id).code == heif_error_Ok,
+      let item = HEVCItem.read(data, item: id), item.displayedSize == displayed,
+      let coding = HEVCTiles.coding(of: item)
+    else { return nil }
+    return (item, coding)
   }
 
   deinit {
@@ -83,6 +109,11 @@ final class HEIFSource: SourceDecoder {
     let needed = PixelSize(
       width: Int((Double(full.width) * requiredScale).rounded(.up)),
       height: Int((Double(full.height) * requiredScale).rounded(.up)))
+    if let tiled {
+      // An embedded thumbnail only through libheif, which turns it upright: not with this route.
+      let image = try HEVCTiles.decode(tiled.item, coding: tiled.coding, file: file)
+      return DecodedSource(image: image, reduction: "1/1")
+    }
     var chosen = primary
     var thumbnail: OpaquePointer?
     // Only a real thumbnail: smaller than the picture, and of its shape (a thumbnail item without the
@@ -101,17 +132,28 @@ final class HEIFSource: SourceDecoder {
     }
     defer { for c in candidates { heif_image_handle_release(c.handle) } }
 
-    let alpha = header.hasAlpha
+    let image = try Self.decodePlanes(chosen, maxPixels: codedSize.pixels)
+    return DecodedSource(
+      image: image, reduction: thumbnail != nil ? "thumbnail \(image.size)" : "1/1")
+  }
+
+  /// The picture of `handle` as RGB(A) planes, converted by libheif: what HEVCTiles does not decode
+  /// (AVIF, alpha, more than 8 bits, unusual matrices or crops, an embedded thumbnail).
+  static func decodePlanes(_ handle: OpaquePointer, maxPixels: Int) throws(JobError) -> PlanarImage {
     guard let options = heif_decoding_options_alloc() else {
       throw JobError(.internalError, "heif_decoding_options_alloc failed")
     }
     defer { heif_decoding_options_free(options) }
     options.pointee.convert_hdr_to_8bit = 1
+    // One HEVC decoder context for every tile of a grid; no coded picture larger than the image.
+    thumbd_hevc_begin(Int64(maxPixels), 0)
+    defer { thumbd_hevc_end() }
+    let alpha = heif_image_handle_has_alpha_channel(handle) != 0
     var image: OpaquePointer?
     let failure = heif_decode_image(
-      chosen, &image, heif_colorspace_RGB, alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB,
+      handle, &image, heif_colorspace_RGB, alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB,
       options)
-    if let error = Self.jobError(failure, what: "HEIF image data") { throw error }
+    if let error = jobError(failure, what: "HEIF image data") { throw error }
     guard let image else { throw JobError(.corruptImage, "libheif returned no image") }
     defer { heif_image_release(image) }
     var stride: Int32 = 0
@@ -121,10 +163,9 @@ final class HEIFSource: SourceDecoder {
     let size = PixelSize(
       width: Int(heif_image_get_width(image, heif_channel_interleaved)),
       height: Int(heif_image_get_height(image, heif_channel_interleaved)))
-    let planar = PlanarImage(
+    return PlanarImage(
       interleaved: base, size: size, stride: Int(stride), model: alpha ? .rgba : .rgb,
-      premultiplied: alpha && heif_image_handle_is_premultiplied_alpha(chosen) != 0)
-    return DecodedSource(image: planar, reduction: thumbnail != nil ? "thumbnail \(size)" : "1/1")
+      premultiplied: alpha && heif_image_handle_is_premultiplied_alpha(handle) != 0)
   }
 
   private func thumbnails() -> [(handle: OpaquePointer, size: PixelSize)] {

@@ -5,10 +5,12 @@ import ThumbCore
 /// fraction of converting the decoded original, and resampling is as valid in the source's space.
 struct OutputStage {
   let model: ColorModel
+  let coding: YCbCrCoding
   let transform: ColorTransform?
 
-  init(header: SourceHeader, model: ColorModel) {
+  init(header: SourceHeader, model: ColorModel, coding: YCbCrCoding = .jfif) {
     self.model = model
+    self.coding = coding
     var transform: ColorTransform?
     switch header.color {
     case .unspecified: transform = nil
@@ -26,9 +28,10 @@ struct OutputStage {
   }
 
   /// Whether a variant of `format` can go from YCbCr (or grey) planes straight to the JPEG encoder:
-  /// no colour conversion needed, so no RGB is ever made.
+  /// no colour conversion needed, so no RGB is ever made. HEIF's YCbCr goes through RGB unless it is
+  /// coded as JPEG's is.
   func encodesPlanes(_ format: OutputFormat) -> Bool {
-    format == .jpeg && transform == nil && (model == .yCbCr || model == .gray)
+    format == .jpeg && transform == nil && ((model == .yCbCr && coding == .jfif) || model == .gray)
   }
 
   func planeSubsampling(_ subsampling: ChromaSubsampling) -> [PlanarImage.Subsampling] {

@@ -4,7 +4,8 @@ public import ThumbCore
 public enum ColorModel: Sendable, Equatable {
   /// One plane of luminance.
   case gray
-  /// JPEG's YCbCr (full-range BT.601, as JFIF defines it); Cb and Cr may be subsampled.
+  /// A luma and two colour differences, Cb and Cr possibly subsampled: JPEG's (full-range BT.601, as
+  /// JFIF defines it) or HEIF's (PlanarImage.yCbCrCoding says which).
   case yCbCr
   case rgb
   /// Red, green, blue premultiplied by alpha (so resampling does not bleed the colour of transparent
@@ -37,6 +38,8 @@ public struct PlanarImage: Sendable {
   /// [shift + k·factor, shift + (k+1)·factor). 0 as JPEG defines it; -1 on an axis of odd length that
   /// the output will flip, so that the grid starts at the upright image's origin once flipped.
   public var chromaShift: (x: Double, y: Double) = (0, 0)
+  /// What the samples of a `.yCbCr` image mean: JPEG's JFIF, or what a HEIF file says.
+  public var yCbCrCoding = YCbCrCoding.jfif
 
   public struct Subsampling: Sendable, Equatable {
     public var horizontal: Int
@@ -127,9 +130,11 @@ public struct PlanarImage: Sendable {
   func oriented(_ orientation: Orientation) -> PlanarImage {
     if orientation == .up { return self }
     // The shift was chosen so that the turned planes start at the origin.
-    return PlanarImage(
+    var turned = PlanarImage(
       model: model, planes: planes.map { $0.oriented(orientation) },
       subsampling: orientation.swapsDimensions ? subsampling.map(\.transposed) : subsampling)
+    turned.yCbCrCoding = yCbCrCoding
+    return turned
   }
 }
 
@@ -149,6 +154,17 @@ extension PlanarImage {
           switch model {
           case .gray:
             for x in 0..<w { dst[d + x] = p[0][y * planes[0].stride + x] }
+          case .yCbCr where yCbCrCoding != .jfif:
+            let conversion = yCbCrCoding.fixedPoint
+            for x in 0..<w {
+              let rgb = conversion.rgb(
+                y: p[0][y * planes[0].stride + x], cb: p[1][y * planes[1].stride + x],
+                cr: p[2][y * planes[2].stride + x])
+              dst[d] = rgb.0
+              dst[d + 1] = rgb.1
+              dst[d + 2] = rgb.2
+              d += 3
+            }
           case .yCbCr:
             for x in 0..<w {
               let rgb = YCbCr.rgb(

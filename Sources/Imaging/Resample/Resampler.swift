@@ -293,6 +293,7 @@ public enum Resampler {
     }
     var result = PlanarImage(model: image.model, planes: planes, subsampling: outSub)
     result.chromaShift = chromaShift
+    result.yCbCrCoding = image.yCbCrCoding
     return result
   }
 

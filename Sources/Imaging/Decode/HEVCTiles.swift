@@ -1,0 +1,119 @@
+import CHEVCDecoder
+import ThumbCore
+
+/// thumbd's own route for HEIC's HEVC pictures: every tile decoded by libavcodec (CHEVCDecoder) straight
+/// into the picture's Y, Cb and Cr planes, the clean aperture cut while the tiles are placed, and the
+/// turns (irot, imir) left to the output stage as an orientation, as for a JPEG's EXIF. libheif 1.15
+/// instead converts each tile to RGB, assembles the grid in RGB and turns the whole picture, which
+/// costs about as much as decoding it.
+enum HEVCTiles {
+  /// Whether `item` is a picture this route decodes: 8-bit, 4:2:0, 4:2:2 or 4:4:4, a matrix thumbd
+  /// knows, and a crop that keeps the chroma grid (even offsets where chroma is subsampled).
+  static func coding(of item: HEVCItem) -> YCbCrCoding? {
+    guard item.lumaBits == 8, item.chromaBits == 8, (1...3).contains(item.chromaFormat) else { return nil }
+    if let crop = item.crop {
+      let factors = chromaFactors(item.chromaFormat)
+      guard crop.x % factors.horizontal == 0, crop.y % factors.vertical == 0 else { return nil }
+    }
+    guard let matrix = item.matrix else { return .jfif }
+    return YCbCrCoding(h273: matrix.coefficients, fullRange: matrix.fullRange)
+  }
+
+  static func chromaFactors(_ format: Int) -> PlanarImage.Subsampling {
+    switch format {
+    case 1: return PlanarImage.Subsampling(horizontal: 2, vertical: 2)
+    case 2: return PlanarImage.Subsampling(horizontal: 2, vertical: 1)
+    default: return .none
+    }
+  }
+
+  /// Decodes `item` of `file` into planes in stored orientation (after the crop, before the turns).
+  static func decode(_ item: HEVCItem, coding: YCbCrCoding, file: OwnedBytes) throws(JobError) -> PlanarImage {
+    let window =
+      item.crop ?? (x: 0, y: 0, width: item.size.width, height: item.size.height)
+    let chroma = chromaFactors(item.chromaFormat)
+    let size = PixelSize(width: window.width, height: window.height)
+    var planes = [
+      Plane(width: size.width, height: size.height, zeroed: false),
+      Plane(width: chroma.planeSize(size).width, height: chroma.planeSize(size).height, zeroed: false),
+      Plane(width: chroma.planeSize(size).width, height: chroma.planeSize(size).height, zeroed: false),
+    ]
+    // No coded picture may be larger than a tile (padded to whole coding blocks).
+    let limit = Int64((item.tileSize.width + 64) * (item.tileSize.height + 64))
+    thumbd_hevc_begin(limit, 0)
+    defer { thumbd_hevc_end() }
+    let parameterSets = item.parameterSets
+    try withMutablePlanePointers(&planes) { (destinations) throws(JobError) in
+      for (index, extents) in item.tiles.enumerated() {
+        let origin = (
+          x: (index % item.columns) * item.tileSize.width, y: (index / item.columns) * item.tileSize.height
+        )
+        // The part of the window this tile covers, in picture coordinates.
+        let left = max(origin.x, window.x)
+        let top = max(origin.y, window.y)
+        let right = min(origin.x + item.tileSize.width, window.x + window.width)
+        let bottom = min(origin.y + item.tileSize.height, window.y + window.height)
+        guard left < right, top < bottom else { continue }
+        var picture = thumbd_hevc_picture()
+        let status = Self.decodeTile(extents, parameterSets: parameterSets, lengthSize: item.lengthSize, file: file, into: &picture)
+        guard status == 0 else {
+          throw JobError(.corruptImage, "HEIF image data: \(String(cString: thumbd_hevc_last_error()))")
+        }
+        guard Int(picture.width) == item.tileSize.width, Int(picture.height) == item.tileSize.height,
+          Int(picture.chroma) == item.chromaFormat
+        else {
+          throw JobError(
+            .corruptImage,
+            "HEIF image data: a tile decodes to \(picture.width)x\(picture.height), its item says \(item.tileSize)")
+        }
+        let sources = [picture.planes.0, picture.planes.1, picture.planes.2]
+        let strides = [Int(picture.strides.0), Int(picture.strides.1), Int(picture.strides.2)]
+        for p in 0..<3 {
+          let f = p == 0 ? PlanarImage.Subsampling.none : chroma
+          // Whole samples: even crops and tile sizes keep subsampled edges on the grid; a partial
+          // sample at the picture's right or bottom edge rounds up.
+          let x0 = (left - origin.x) / f.horizontal
+          let y0 = (top - origin.y) / f.vertical
+          let x1 = (right - origin.x + f.horizontal - 1) / f.horizontal
+          let y1 = (bottom - origin.y + f.vertical - 1) / f.vertical
+          let dx = (left - window.x) / f.horizontal
+          let dy = (top - window.y) / f.vertical
+          let planeWidth = p == 0 ? size.width : chroma.planeSize(size).width
+          let planeHeight = p == 0 ? size.height : chroma.planeSize(size).height
+          let count = min(x1 - x0, planeWidth - dx)
+          let rows = min(y1 - y0, planeHeight - dy)
+          guard let source = sources[p], count > 0, rows > 0 else { continue }
+          for row in 0..<rows {
+            (destinations[p] + (dy + row) * planeWidth + dx).update(
+              from: source + (y0 + row) * strides[p] + x0, count: count)
+          }
+        }
+      }
+    }
+    var image = PlanarImage(model: .yCbCr, planes: planes, subsampling: [.none, chroma, chroma])
+    image.yCbCrCoding = coding
+    return image
+  }
+
+  /// One tile: its extents joined when there are several (rare), else read where they lie.
+  private static func decodeTile(
+    _ extents: [Range<Int>], parameterSets: [UInt8], lengthSize: Int, file: OwnedBytes,
+    into picture: inout thumbd_hevc_picture
+  ) -> Int32 {
+    parameterSets.withUnsafeBufferPointer { sets in
+      if extents.count == 1, let extent = extents.first {
+        return thumbd_hevc_decode(
+          sets.baseAddress, sets.count, file.pointer.assumingMemoryBound(to: UInt8.self) + extent.lowerBound,
+          extent.count, Int32(lengthSize), &picture)
+      }
+      var joined: [UInt8] = []
+      for extent in extents {
+        joined += UnsafeBufferPointer(
+          start: file.pointer.assumingMemoryBound(to: UInt8.self) + extent.lowerBound, count: extent.count)
+      }
+      return joined.withUnsafeBufferPointer { data in
+        thumbd_hevc_decode(sets.baseAddress, sets.count, data.baseAddress, data.count, Int32(lengthSize), &picture)
+      }
+    }
+  }
+}
