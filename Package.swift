@@ -120,7 +120,9 @@ let package = Package(
     .testTarget(
       name: "ImagingTests",
       // The C libraries directly too: the tests write PNG, WebP, CMYK JPEG and ICC profiles of their own.
-      dependencies: ["Imaging", "ThumbCore", "TestSupport", "CSpng", "CWebP", "CLCMS2", "CTurboJPEG"],
+      dependencies: [
+        "Imaging", "ThumbCore", "TestSupport", "CSpng", "CWebP", "CLCMS2", "CTurboJPEG", "CHEVCDecoder",
+      ],
       swiftSettings: strict),
     // One test target per source target, for the tests that need no server; the tests that start
     // PostgreSQL, an origin, an S3 server, workers or a browser are in IntegrationTests.

@@ -22,6 +22,7 @@ final class HEIFSource: SourceDecoder {
   /// The primary picture as thumbd's own HEVC route decodes it (HEVCTiles), when it can; then `header`
   /// is in its stored orientation, before the turns, which the output stage applies.
   private let tiled: (item: HEVCItem, coding: YCbCrCoding)?
+  var usesTiles: Bool { tiled != nil }
 
   /// libheif sets up its codec and colour-conversion tables on first use; done once, up front, because
   /// doing it lazily from several threads at once has crashed (libheif issues 950, 957).
@@ -33,7 +34,8 @@ final class HEIFSource: SourceDecoder {
     return true
   }()
 
-  init(_ data: [UInt8], format: ImageFormat, maxPixels: Int) throws(JobError) {
+  /// `tiles`: false sends every picture through libheif (the tests compare the two routes).
+  init(_ data: [UInt8], format: ImageFormat, maxPixels: Int, tiles: Bool = true) throws(JobError) {
     _ = Self.initialised
     // Before libheif reads the file: its 1.15 recurses without end on such a loop (HEIFItemReferences).
     if let item = HEIFItemReferences.derivationLoop(in: data) {
@@ -77,7 +79,7 @@ final class HEIFSource: SourceDecoder {
     }
     codedSize = PixelSize(width: max(coded.width, size.width), height: max(coded.height, size.height))
     let hasAlpha = heif_image_handle_has_alpha_channel(handle) != 0
-    tiled = hasAlpha ? nil : Self.tiledRoute(data, context: context, displayed: size)
+    tiled = hasAlpha || !tiles ? nil : Self.tiledRoute(data, context: context, displayed: size)
     header = SourceHeader(
       format: format,
       storedSize: tiled.map { $0.item.orientation.uprightSize(of: $0.item.displayedSize) } ?? size,

@@ -8,13 +8,12 @@ import ThumbCore
 /// costs about as much as decoding it.
 enum HEVCTiles {
   /// Whether `item` is a picture this route decodes: 8-bit, 4:2:0, 4:2:2 or 4:4:4, a matrix thumbd
-  /// knows, and a crop that keeps the chroma grid (even offsets where chroma is subsampled).
+  /// knows, turned by `irot` only. A clean aperture (`clap`) or a mirror (`imir`) goes through libheif:
+  /// what phones write has neither, and both wait for files that prove the route agrees with libheif.
   static func coding(of item: HEVCItem) -> YCbCrCoding? {
     guard item.lumaBits == 8, item.chromaBits == 8, (1...3).contains(item.chromaFormat) else { return nil }
-    if let crop = item.crop {
-      let factors = chromaFactors(item.chromaFormat)
-      guard crop.x % factors.horizontal == 0, crop.y % factors.vertical == 0 else { return nil }
-    }
+    guard item.crop == nil, item.transforms.allSatisfy({ if case .rotation = $0 { true } else { false } })
+    else { return nil }
     guard let matrix = item.matrix else { return .jfif }
     return YCbCrCoding(h273: matrix.coefficients, fullRange: matrix.fullRange)
   }
@@ -28,7 +27,8 @@ enum HEVCTiles {
   }
 
   /// Decodes `item` of `file` into planes in stored orientation (after the crop, before the turns).
-  static func decode(_ item: HEVCItem, coding: YCbCrCoding, file: OwnedBytes) throws(JobError) -> PlanarImage {
+  static func decode(_ item: HEVCItem, coding: YCbCrCoding, file: OwnedBytes) throws(JobError) -> PlanarImage
+  {
     let window =
       item.crop ?? (x: 0, y: 0, width: item.size.width, height: item.size.height)
     let chroma = chromaFactors(item.chromaFormat)
@@ -55,7 +55,8 @@ enum HEVCTiles {
         let bottom = min(origin.y + item.tileSize.height, window.y + window.height)
         guard left < right, top < bottom else { continue }
         var picture = thumbd_hevc_picture()
-        let status = Self.decodeTile(extents, parameterSets: parameterSets, lengthSize: item.lengthSize, file: file, into: &picture)
+        let status = Self.decodeTile(
+          extents, parameterSets: parameterSets, lengthSize: item.lengthSize, file: file, into: &picture)
         guard status == 0 else {
           throw JobError(.corruptImage, "HEIF image data: \(String(cString: thumbd_hevc_last_error()))")
         }
@@ -64,7 +65,8 @@ enum HEVCTiles {
         else {
           throw JobError(
             .corruptImage,
-            "HEIF image data: a tile decodes to \(picture.width)x\(picture.height), its item says \(item.tileSize)")
+            "HEIF image data: a tile decodes to \(picture.width)x\(picture.height), its item says \(item.tileSize)"
+          )
         }
         let sources = [picture.planes.0, picture.planes.1, picture.planes.2]
         let strides = [Int(picture.strides.0), Int(picture.strides.1), Int(picture.strides.2)]
@@ -112,7 +114,8 @@ enum HEVCTiles {
           start: file.pointer.assumingMemoryBound(to: UInt8.self) + extent.lowerBound, count: extent.count)
       }
       return joined.withUnsafeBufferPointer { data in
-        thumbd_hevc_decode(sets.baseAddress, sets.count, data.baseAddress, data.count, Int32(lengthSize), &picture)
+        thumbd_hevc_decode(
+          sets.baseAddress, sets.count, data.baseAddress, data.count, Int32(lengthSize), &picture)
       }
     }
   }

@@ -51,7 +51,9 @@ public struct HEVCItem: Sendable, Equatable {
   /// The displayed size: after the crop and the turns.
   public var displayedSize: PixelSize {
     let cropped = crop.map { PixelSize(width: $0.width, height: $0.height) } ?? size
-    let quarterTurns = transforms.reduce(0) { n, t in if case .rotation(let r) = t { return n + r } else { return n } }
+    let quarterTurns = transforms.reduce(0) { n, t in
+      if case .rotation(let r) = t { return n + r } else { return n }
+    }
     return quarterTurns % 2 == 1 ? PixelSize(width: cropped.height, height: cropped.width) : cropped
   }
 
@@ -59,6 +61,12 @@ public struct HEVCItem: Sendable, Equatable {
   public static func read(_ bytes: [UInt8], item id: UInt32) -> HEVCItem? {
     guard let meta = HEIFMeta(bytes) else { return nil }
     return meta.hevcItem(id)
+  }
+
+  /// The file's primary item (`pitm`), when it is an HEVC picture this reader describes.
+  public static func readPrimary(_ bytes: [UInt8]) -> HEVCItem? {
+    guard let meta = HEIFMeta(bytes), let primary = meta.primary else { return nil }
+    return meta.hevcItem(primary)
   }
 }
 
@@ -75,6 +83,7 @@ struct HEIFMeta {
   /// Item → (property index, essential) in ipma order.
   var associations: [UInt32: [(index: Int, essential: Bool)]] = [:]
   var idat: Range<Int>?
+  var primary: UInt32?
 
   init?(_ bytes: [UInt8]) {
     self.bytes = bytes
@@ -109,6 +118,9 @@ struct HEIFMeta {
           }
         }
       case "idat": idat = box.body..<box.end
+      case "pitm":
+        guard let version = reader.u8(), reader.skip(3) else { return nil }
+        primary = reader.id(version)
       default: continue
       }
     }
@@ -144,7 +156,9 @@ struct HEIFMeta {
         guard let m = r.u16() else { return false }
         method = Int(m & 15)
       }
-      guard let reference = r.u16(), let base = r.uint(baseOffsetSize), let extents = r.u16() else { return false }
+      guard let reference = r.u16(), let base = r.uint(baseOffsetSize), let extents = r.u16() else {
+        return false
+      }
       var ranges: [Range<Int>] = []
       for _ in 0..<extents {
         guard r.skip(indexSize), let offset = r.uint(offsetSize), let length = r.uint(lengthSize) else {
@@ -271,7 +285,8 @@ struct HEIFMeta {
       columns = Int(descriptor[3]) + 1
       var r = Reader(bytes: descriptor, at: 4, end: descriptor.count)
       let wide = descriptor[1] & 1 != 0
-      guard let w = wide ? r.u32() : r.u16().map(UInt32.init), let h = wide ? r.u32() : r.u16().map(UInt32.init),
+      guard let w = wide ? r.u32() : r.u16().map(UInt32.init),
+        let h = wide ? r.u32() : r.u16().map(UInt32.init),
         w > 0, h > 0, w <= 1 << 16, h <= 1 << 16
       else { return nil }
       size = PixelSize(width: Int(w), height: Int(h))
@@ -285,7 +300,8 @@ struct HEIFMeta {
     var config: [UInt8]?
     var tileSize: PixelSize?
     for tile in tileIDs {
-      guard types[tile] == "hvc1", let props = properties(of: tile), props.transforms.isEmpty, props.clap == nil,
+      guard types[tile] == "hvc1", let props = properties(of: tile), props.transforms.isEmpty,
+        props.clap == nil,
         let hvcC = props.hvcC, let s = props.size, tileSize == nil || tileSize == s,
         let location = locations[tile], location.method == 0, !location.extents.isEmpty,
         location.extents.allSatisfy({ $0.upperBound <= bytes.count })
@@ -329,7 +345,8 @@ struct HEIFMeta {
     }
     let x = edge(offN: v[4], offD: v[5], full: size.width, clean: width)
     let y = edge(offN: v[6], offD: v[7], full: size.height, clean: height)
-    guard width > 0, height > 0, x >= 0, y >= 0, x + width <= Int64(size.width), y + height <= Int64(size.height)
+    guard width > 0, height > 0, x >= 0, y >= 0, x + width <= Int64(size.width),
+      y + height <= Int64(size.height)
     else { return nil }
     return (Int(x), Int(y), Int(width), Int(height))
   }
