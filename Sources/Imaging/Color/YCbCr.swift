@@ -1,18 +1,4 @@
-/// JFIF's YCbCr (full-range BT.601), the colour model of almost every JPEG.
 enum YCbCr {
-  /// One pixel to RGB, in 16-bit fixed point with rounding.
-  @inline(__always)
-  static func rgb(y: UInt8, cb: UInt8, cr: UInt8) -> (UInt8, UInt8, UInt8) {
-    let yy = Int32(y) << 16 + 32768
-    let b = Int32(cb) - 128
-    let r = Int32(cr) - 128
-    // 1.402, 0.344136, 0.714136, 1.772 in 16.16.
-    return (
-      clampByte((yy + 91881 * r) >> 16), clampByte((yy - 22554 * b - 46802 * r) >> 16),
-      clampByte((yy + 116130 * b) >> 16)
-    )
-  }
-
   @inline(__always)
   static func clampByte(_ v: Int32) -> UInt8 { UInt8(truncatingIfNeeded: v < 0 ? 0 : v > 255 ? 255 : v) }
 }
@@ -47,8 +33,12 @@ public struct YCbCrCoding: Sendable, Equatable {
     }
   }
 
-  /// The conversion to RGB in 16.16 fixed point: for JFIF exactly YCbCr.rgb's coefficients.
+  /// The conversion to RGB in 16.16 fixed point.
   var fixedPoint: YCbCrToRGB {
+    // libjpeg's constants (JFIF's equations with 0.34414 and 0.71414): JPEG's colours stay as they were.
+    if self == .jfif {
+      return YCbCrToRGB(yOffset: 0, yScale: 65536, crToR: 91881, cbToG: 22554, crToG: 46802, cbToB: 116130)
+    }
     let kg = 1 - kr - kb
     let yScale = fullRange ? 1.0 : 255.0 / 219.0
     let cScale = fullRange ? 1.0 : 255.0 / 224.0

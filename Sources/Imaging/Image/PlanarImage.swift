@@ -154,20 +154,10 @@ extension PlanarImage {
           switch model {
           case .gray:
             for x in 0..<w { dst[d + x] = p[0][y * planes[0].stride + x] }
-          case .yCbCr where yCbCrCoding != .jfif:
+          case .yCbCr:
             let conversion = yCbCrCoding.fixedPoint
             for x in 0..<w {
               let rgb = conversion.rgb(
-                y: p[0][y * planes[0].stride + x], cb: p[1][y * planes[1].stride + x],
-                cr: p[2][y * planes[2].stride + x])
-              dst[d] = rgb.0
-              dst[d + 1] = rgb.1
-              dst[d + 2] = rgb.2
-              d += 3
-            }
-          case .yCbCr:
-            for x in 0..<w {
-              let rgb = YCbCr.rgb(
                 y: p[0][y * planes[0].stride + x], cb: p[1][y * planes[1].stride + x],
                 cr: p[2][y * planes[2].stride + x])
               dst[d] = rgb.0
