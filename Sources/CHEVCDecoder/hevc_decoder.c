@@ -141,24 +141,33 @@ static struct heif_error push_data(void *opaque, const void *data, size_t size) 
   return append_units(opaque, data, size, 4);
 }
 
-// The frame's planes copied into a new heif_image: 4:2:0, 4:2:2, 4:4:4 or monochrome, 8 to 16 bits.
+// How a frame of `format` is laid out: 0 when thumbd does not read that format.
+static int layout(int format, enum heif_chroma *chroma, int *bits, int *planes) {
+  *planes = 3;
+  switch (format) {
+  case AV_PIX_FMT_YUV420P: case AV_PIX_FMT_YUVJ420P: *chroma = heif_chroma_420; *bits = 8; break;
+  case AV_PIX_FMT_YUV422P: case AV_PIX_FMT_YUVJ422P: *chroma = heif_chroma_422; *bits = 8; break;
+  case AV_PIX_FMT_YUV444P: case AV_PIX_FMT_YUVJ444P: *chroma = heif_chroma_444; *bits = 8; break;
+  case AV_PIX_FMT_GRAY8: *chroma = heif_chroma_monochrome; *bits = 8; *planes = 1; break;
+  case AV_PIX_FMT_YUV420P10: *chroma = heif_chroma_420; *bits = 10; break;
+  case AV_PIX_FMT_YUV422P10: *chroma = heif_chroma_422; *bits = 10; break;
+  case AV_PIX_FMT_YUV444P10: *chroma = heif_chroma_444; *bits = 10; break;
+  case AV_PIX_FMT_GRAY10: *chroma = heif_chroma_monochrome; *bits = 10; *planes = 1; break;
+  case AV_PIX_FMT_YUV420P12: *chroma = heif_chroma_420; *bits = 12; break;
+  case AV_PIX_FMT_YUV422P12: *chroma = heif_chroma_422; *bits = 12; break;
+  case AV_PIX_FMT_YUV444P12: *chroma = heif_chroma_444; *bits = 12; break;
+  case AV_PIX_FMT_GRAY12: *chroma = heif_chroma_monochrome; *bits = 12; *planes = 1; break;
+  default: return 0;
+  }
+  return 1;
+}
+
+// The frame's planes copied into a new heif_image: 4:2:0, 4:2:2, 4:4:4 or monochrome, 8 to 12 bits.
 static struct heif_error to_heif_image(const AVFrame *frame, struct heif_image **out) {
   enum heif_chroma chroma;
-  int bits, planes = 3;
-  switch (frame->format) {
-  case AV_PIX_FMT_YUV420P: case AV_PIX_FMT_YUVJ420P: chroma = heif_chroma_420; bits = 8; break;
-  case AV_PIX_FMT_YUV422P: case AV_PIX_FMT_YUVJ422P: chroma = heif_chroma_422; bits = 8; break;
-  case AV_PIX_FMT_YUV444P: case AV_PIX_FMT_YUVJ444P: chroma = heif_chroma_444; bits = 8; break;
-  case AV_PIX_FMT_GRAY8: chroma = heif_chroma_monochrome; bits = 8; planes = 1; break;
-  case AV_PIX_FMT_YUV420P10: chroma = heif_chroma_420; bits = 10; break;
-  case AV_PIX_FMT_YUV422P10: chroma = heif_chroma_422; bits = 10; break;
-  case AV_PIX_FMT_YUV444P10: chroma = heif_chroma_444; bits = 10; break;
-  case AV_PIX_FMT_GRAY10: chroma = heif_chroma_monochrome; bits = 10; planes = 1; break;
-  case AV_PIX_FMT_YUV420P12: chroma = heif_chroma_420; bits = 12; break;
-  case AV_PIX_FMT_YUV422P12: chroma = heif_chroma_422; bits = 12; break;
-  case AV_PIX_FMT_YUV444P12: chroma = heif_chroma_444; bits = 12; break;
-  case AV_PIX_FMT_GRAY12: chroma = heif_chroma_monochrome; bits = 12; planes = 1; break;
-  default: return failure("HEVC picture in a pixel format thumbd does not read");
+  int bits, planes;
+  if (!layout(frame->format, &chroma, &bits, &planes)) {
+    return failure("HEVC picture in a pixel format thumbd does not read");
   }
   int width = frame->width, height = frame->height;
   struct heif_image *image = NULL;
@@ -191,12 +200,35 @@ static struct heif_error to_heif_image(const AVFrame *frame, struct heif_image *
   return success;
 }
 
+// Decodes the Annex B picture in `stream` (padded by reserve) into `frame` with `context`, which is
+// flushed afterwards, ready for the next picture. NULL on success, else why not.
+static const char *decode_picture(AVCodecContext *context, struct decoder *stream, AVFrame *frame) {
+  memset(stream->stream + stream->size, 0, AV_INPUT_BUFFER_PADDING_SIZE);
+  AVPacket *packet = av_packet_alloc();
+  const char *problem = NULL;
+  if (packet == NULL) return "out of memory";
+  packet->data = stream->stream;
+  packet->size = (int)stream->size;
+  // The picture, then the end of the stream, so that the decoder hands it over at once.
+  if (stream->size > INT32_MAX || avcodec_send_packet(context, packet) < 0 ||
+      avcodec_send_packet(context, NULL) < 0) {
+    problem = "HEVC data not decodable";
+  } else if (avcodec_receive_frame(context, frame) < 0) {
+    problem = "HEVC data holds no decodable picture";
+  } else if (frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT)) {
+    problem = "HEVC picture is damaged";
+  }
+  av_packet_free(&packet);
+  avcodec_flush_buffers(context);
+  if (problem != NULL) av_frame_unref(frame);
+  return problem;
+}
+
 static struct heif_error decode_image(void *opaque, struct heif_image **out) {
   struct decoder *decoder = opaque;
   *out = NULL;
   last_log[0] = 0;
   if (decoder->size == 0) return failure("no HEVC data");
-  memset(decoder->stream + decoder->size, 0, AV_INPUT_BUFFER_PADDING_SIZE);
 
   int shared = session.active;
   AVCodecContext *context = shared ? session.context : NULL;
@@ -205,41 +237,15 @@ static struct heif_error decode_image(void *opaque, struct heif_image **out) {
     if (context == NULL) return failure("libavcodec could not open its HEVC decoder");
     if (shared) session.context = context;
   }
-  AVPacket *packet = av_packet_alloc();
   AVFrame *frame = av_frame_alloc();
-  struct heif_error result = success;
-  if (packet == NULL || frame == NULL) {
-    result = failure("out of memory");
-    goto done;
+  struct heif_error result = failure("out of memory");
+  if (frame != NULL) {
+    const char *problem = decode_picture(context, decoder, frame);
+    result = problem != NULL ? decode_failure(problem) : to_heif_image(frame, out);
+    if (result.code == heif_error_Ok) pictures_decoded++;
   }
-  packet->data = decoder->stream;
-  packet->size = (int)decoder->size;
-  // The picture, then the end of the stream, so that the decoder hands it over at once.
-  if (decoder->size > INT32_MAX || avcodec_send_packet(context, packet) < 0 ||
-      avcodec_send_packet(context, NULL) < 0) {
-    result = decode_failure("HEVC data not decodable");
-    goto done;
-  }
-  if (avcodec_receive_frame(context, frame) < 0) {
-    result = decode_failure("HEVC data holds no decodable picture");
-    goto done;
-  }
-  if (frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT)) {
-    result = decode_failure("HEVC picture is damaged");
-    goto done;
-  }
-  result = to_heif_image(frame, out);
-  if (result.code == heif_error_Ok) pictures_decoded++;
-
-done:
   av_frame_free(&frame);
-  av_packet_free(&packet);
-  if (shared) {
-    // Ready for the next tile: the end of the stream was sent.
-    avcodec_flush_buffers(context);
-  } else {
-    avcodec_free_context(&context);
-  }
+  if (!shared) avcodec_free_context(&context);
   return result;
 }
 
@@ -307,11 +313,10 @@ int thumbd_hevc_decode(const uint8_t *parameter_sets, size_t parameter_sets_size
     decode_failure(error.message);
     return -1;
   }
-  if (stream->size == 0 || !reserve(stream, 0)) {
+  if (stream->size == 0) {
     decode_failure("no HEVC data");
     return -1;
   }
-  memset(stream->stream + stream->size, 0, AV_INPUT_BUFFER_PADDING_SIZE);
   if (session.context == NULL) {
     session.context = open_context();
     if (session.context == NULL) {
@@ -320,53 +325,27 @@ int thumbd_hevc_decode(const uint8_t *parameter_sets, size_t parameter_sets_size
     }
   }
   if (session.picture == NULL) session.picture = av_frame_alloc();
-  AVPacket *packet = av_packet_alloc();
-  if (session.picture == NULL || packet == NULL) {
-    av_packet_free(&packet);
+  if (session.picture == NULL) {
     decode_failure("out of memory");
     return -1;
   }
-  av_frame_unref(session.picture);
-  AVCodecContext *context = session.context;
-  AVFrame *frame = session.picture;
-  int status = 0;
-  packet->data = stream->stream;
-  packet->size = (int)stream->size;
-  if (stream->size > INT32_MAX || avcodec_send_packet(context, packet) < 0 ||
-      avcodec_send_packet(context, NULL) < 0) {
-    decode_failure("HEVC data not decodable");
-    status = -1;
-  } else if (avcodec_receive_frame(context, frame) < 0) {
-    decode_failure("HEVC data holds no decodable picture");
-    status = -1;
-  } else if (frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT)) {
-    decode_failure("HEVC picture is damaged");
-    status = -1;
-  }
-  av_packet_free(&packet);
-  avcodec_flush_buffers(context);
-  if (status != 0) {
-    av_frame_unref(frame);
+  const char *problem = decode_picture(session.context, stream, session.picture);
+  if (problem != NULL) {
+    decode_failure(problem);
     return -1;
   }
-  int chroma, bits = 8;
-  switch (frame->format) {
-  case AV_PIX_FMT_YUV420P: case AV_PIX_FMT_YUVJ420P: chroma = 1; break;
-  case AV_PIX_FMT_YUV422P: case AV_PIX_FMT_YUVJ422P: chroma = 2; break;
-  case AV_PIX_FMT_YUV444P: case AV_PIX_FMT_YUVJ444P: chroma = 3; break;
-  case AV_PIX_FMT_GRAY8: chroma = 0; break;
-  default:
-    av_frame_unref(frame);
+  const AVFrame *frame = session.picture;
+  enum heif_chroma chroma;
+  int bits, planes;
+  if (!layout(frame->format, &chroma, &bits, &planes) || bits != 8) {
+    av_frame_unref(session.picture);
     decode_failure("HEVC picture is not 8-bit YCbCr or grey");
     return -1;
   }
   out->width = frame->width;
   out->height = frame->height;
-  out->chroma = chroma;
-  out->bits = bits;
-  out->full_range = frame->color_range == AVCOL_RANGE_JPEG;
-  out->matrix = frame->colorspace;
-  for (int p = 0; p < (chroma == 0 ? 1 : 3); p++) {
+  out->chroma = chroma;  // heif_chroma's monochrome, 420, 422, 444 are 0 to 3
+  for (int p = 0; p < planes; p++) {
     out->planes[p] = frame->data[p];
     out->strides[p] = frame->linesize[p];
   }

@@ -24,10 +24,6 @@ typedef struct {
   int height;
   /// 0 grey, 1 4:2:0, 2 4:2:2, 3 4:4:4.
   int chroma;
-  int bits;
-  /// What the bitstream's VUI says (full range, H.273 matrix); HEIF goes by its `colr` box instead.
-  int full_range;
-  int matrix;
   const uint8_t *planes[3];
   int strides[3];
 } thumbd_hevc_picture;

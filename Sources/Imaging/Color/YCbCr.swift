@@ -1,8 +1,3 @@
-enum YCbCr {
-  @inline(__always)
-  static func clampByte(_ v: Int32) -> UInt8 { UInt8(truncatingIfNeeded: v < 0 ? 0 : v > 255 ? 255 : v) }
-}
-
 /// How a picture's YCbCr samples stand for RGB: the matrix (its red and blue luma weights) and whether
 /// the samples use the full 0-255 range or video's 16-235 (luma) and 16-240 (chroma). JPEG is always
 /// `jfif`; HEIF says which in its nclx colour box, or in nothing, when libheif takes full-range BT.601.
@@ -65,8 +60,11 @@ struct YCbCrToRGB {
     let b = Int32(cb) - 128
     let r = Int32(cr) - 128
     return (
-      YCbCr.clampByte((yy + crToR * r) >> 16), YCbCr.clampByte((yy - cbToG * b - crToG * r) >> 16),
-      YCbCr.clampByte((yy + cbToB * b) >> 16)
+      Self.clampByte((yy + crToR * r) >> 16), Self.clampByte((yy - cbToG * b - crToG * r) >> 16),
+      Self.clampByte((yy + cbToB * b) >> 16)
     )
   }
+
+  @inline(__always)
+  static func clampByte(_ v: Int32) -> UInt8 { UInt8(truncatingIfNeeded: v < 0 ? 0 : v > 255 ? 255 : v) }
 }

@@ -107,15 +107,15 @@ final class HEIFSource: SourceDecoder {
 
   /// The margin does not apply: an embedded thumbnail serves when it has every pixel a variant needs.
   func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
-    let full = header.storedSize
-    let needed = PixelSize(
-      width: Int((Double(full.width) * requiredScale).rounded(.up)),
-      height: Int((Double(full.height) * requiredScale).rounded(.up)))
     if let tiled {
       // An embedded thumbnail only through libheif, which turns it upright: not with this route.
       let image = try HEVCTiles.decode(tiled.item, coding: tiled.coding, file: file)
       return DecodedSource(image: image, reduction: "1/1")
     }
+    let full = header.storedSize
+    let needed = PixelSize(
+      width: Int((Double(full.width) * requiredScale).rounded(.up)),
+      height: Int((Double(full.height) * requiredScale).rounded(.up)))
     var chosen = primary
     var thumbnail: OpaquePointer?
     // Only a real thumbnail: smaller than the picture, and of its shape (a thumbnail item without the

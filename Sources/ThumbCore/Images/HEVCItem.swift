@@ -8,7 +8,7 @@
 /// tiles, a derivation other than a grid of coded tiles, construction from other items) gives nil and
 /// the file goes through libheif as before. The reader never trusts a size or offset it has not checked
 /// against the bytes.
-public struct HEVCItem: Sendable, Equatable {
+public struct HEVCItem: Sendable {
   /// The coded bytes of one tile (or of the whole picture): extents within the file.
   public var tiles: [[Range<Int>]]
   /// The tiles' parameter sets (VPS, SPS, PPS...) from `hvcC`, each behind a four-byte length.
@@ -37,15 +37,6 @@ public struct HEVCItem: Sendable, Equatable {
     case rotation(Int)
     /// `imir`: 0 mirrors about a vertical axis (left and right swap), 1 about a horizontal one.
     case mirror(Int)
-  }
-
-  public static func == (a: HEVCItem, b: HEVCItem) -> Bool {
-    a.tiles == b.tiles && a.parameterSets == b.parameterSets && a.lengthSize == b.lengthSize
-      && a.chromaFormat == b.chromaFormat && a.lumaBits == b.lumaBits && a.chromaBits == b.chromaBits
-      && a.columns == b.columns && a.rows == b.rows && a.tileSize == b.tileSize && a.size == b.size
-      && a.crop?.x == b.crop?.x && a.crop?.y == b.crop?.y && a.crop?.width == b.crop?.width
-      && a.crop?.height == b.crop?.height && a.transforms == b.transforms
-      && a.matrix?.coefficients == b.matrix?.coefficients && a.matrix?.fullRange == b.matrix?.fullRange
   }
 
   /// The displayed size: after the crop and the turns.
@@ -97,17 +88,9 @@ struct HEIFMeta {
       case "iinf": guard readItemInfo(&reader) else { return nil }
       case "iloc": guard readLocations(&reader) else { return nil }
       case "iref":
-        guard let version = reader.u8(), reader.skip(3) else { return nil }
-        for reference in Boxes.boxes(in: bytes, from: reader.at, to: box.end) where reference.type == "dimg" {
-          var r = Reader(bytes: bytes, at: reference.body, end: reference.end)
-          guard let from = r.id(version), let count = r.u16() else { return nil }
-          var to: [UInt32] = []
-          for _ in 0..<count {
-            guard let id = r.id(version) else { return nil }
-            to.append(id)
-          }
-          dimg[from] = to
-        }
+        // The same references the derivation-loop check reads; a broken iref declines the file.
+        guard let references = HEIFItemReferences.references(of: "dimg", in: bytes) else { return nil }
+        dimg = references
       case "iprp":
         for part in Boxes.boxes(in: bytes, from: box.body, to: box.end) {
           if part.type == "ipco" {
