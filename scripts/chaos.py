@@ -36,8 +36,9 @@ At the end every worker gets SIGTERM, and the driver prints each invariant with 
   the SIGTERM included (it gets it while its start-up, first rescue and housekeeping may still run);
   no object that something live names was ever missing (sampled every second through the run, each
   miss checked again before it counts);
-  no object of a forgotten photo outlives the grace plus one collection pass (checked that long after
-  the last forget), and every forget ended in its `forgotten` events.
+  no object of a forgotten photo outlives the grace plus one collection pass (checked that long, plus a
+  lease TTL for a killed collector's claim, after the last forget or the end of the last fault), and
+  every forget ended in its `forgotten` events.
 
 It exits 0 when all hold. --json writes the figures (docs/reliability.md reports them).
 """
@@ -573,9 +574,12 @@ def main():
                 break
             time.sleep(1)
         drained_after = time.time() - start
-        # Collection: a forgotten photo's objects go within the grace plus one pass of its forget.
+        # Collection: a forgotten photo's objects go within the grace plus one pass of its forget, or of
+        # the end of the last fault (no pass runs while the database is away), plus a lease TTL (a
+        # collector killed or cut off mid-pass holds its claim that long).
         last_forget = max([f["at"] for f in eraser.forgets], default=time.time())
-        time.sleep(max(0, last_forget + ERASE_GRACE + GC_INTERVAL * 1.1 + 5 - time.time()))
+        clock = max([last_forget] + list(back.values()))
+        time.sleep(max(0, clock + ERASE_GRACE + ttl + GC_INTERVAL * 1.1 + 5 - time.time()))
         eraser.check_named_objects(args.storage)
         for worker in workers:
             worker.sample()
@@ -781,6 +785,20 @@ def check(core, args, expected, workers, idle_kib, held, eraser):
     left = sorted(k for k in forgotten_keys - named if os.path.exists(os.path.join(args.storage, k)))
     open_erasures = core.sql("SELECT count(*) FROM thumbs.erasures")[0][0]
     events = core.sql("SELECT count(*) FROM thumbs.events WHERE kind = 'forgotten'")[0][0]
+    # What collection knows of the keys left and of the open erasures' undecided keys, for a failure's
+    # diagnosis.
+    undecided = [r[0] for r in core.sql(
+        "SELECT k.storage_key FROM thumbs.erasure_keys k WHERE k.outcome IS NULL ORDER BY 1 LIMIT 3")]
+    diagnosis = [
+        f"{k}: " + " ".join("|".join(r) for r in core.sql(
+            "SELECT coalesce(state, 'none'), coalesce(reason, '-'), to_char(queued_at, 'HH24:MI:SS.MS'), "
+            "coalesce(to_char(fenced_at, 'HH24:MI:SS.MS'), '-'), "
+            "coalesce(to_char(deleted_at, 'HH24:MI:SS.MS'), '-'), coalesce(claimed_by, '-'), "
+            "coalesce(to_char(claim_expires_at, 'HH24:MI:SS.MS'), '-'), attempts::text, "
+            "coalesce(last_error, '-') FROM thumbs.gc_objects WHERE storage_key = :'p1'", k) or [["no gc row"]])
+        + (f" (file written {time.strftime('%H:%M:%S', time.localtime(os.path.getmtime(os.path.join(args.storage, k))))})"
+           if os.path.exists(os.path.join(args.storage, k)) else "")
+        for k in (left[:3] + undecided)]
     states = {}
     for f in eraser.forgets:
         states[f["state"]] = states.get(f["state"], 0) + f["photos"]
@@ -791,7 +809,7 @@ def check(core, args, expected, workers, idle_kib, held, eraser):
             f"({', '.join(f'{n} {s}' for s, n in sorted(states.items()))}), "
             f"{len(forgotten_keys)} keys they named, {len(forgotten_keys & named)} still named by other photos, "
             f"{len(left)} left in storage; {events} forgotten events, {open_erasures} erasures open"
-            + (f" ({'; '.join(left[:3])})" if left else ""))
+            + (f" ({'; '.join(diagnosis)})" if diagnosis else ""))
     return results
 
 

@@ -34,7 +34,10 @@ struct Collector: Service, WithServiceContext {
         await ending.value
         return
       }
-      let settings = CollectionSettings(graceSeconds: config.eraseGraceSeconds)
+      var settings = CollectionSettings(graceSeconds: config.eraseGraceSeconds)
+      // A claim lasts as long as a job's lease: a collector killed or cut off mid-pass holds up the
+      // erasures waiting on its objects no longer than a dead worker holds up its jobs.
+      settings.claimSeconds = config.leaseSeconds
       // Workers started together do not all collect at once.
       var wait = Double.random(in: 0..<min(config.gcIntervalSeconds, 5))
       while !ending.isResolved {
@@ -87,8 +90,9 @@ public struct CollectionSettings: Sendable {
   public var concurrency = 8
   /// Objects one pass deletes at most; the rest wait for the next pass.
   public var maxPerPass = 2000
-  /// A claim this old is taken to belong to a dead collector.
-  public var claimSeconds = 120.0
+  /// A claim this old is taken to belong to a dead collector. Deleting an object twice is harmless, so a
+  /// claim that runs out while its deletes are still going costs a repeated delete, never a wrong one.
+  public var claimSeconds = 60.0
   /// How long a pass waits for the jobs leased before its fence to end.
   public var fenceWaitSeconds = 30.0
   /// An object the storage did not delete is tried again after this long.

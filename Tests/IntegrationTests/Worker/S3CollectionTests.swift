@@ -131,7 +131,8 @@ struct S3CollectionTests {
 
   @Test func aWorkerKilledWhileItDeletesLeavesItsClaimToAnother() async throws {
     let fixture = try fixture()
-    let first = try worker(fixture)
+    // A claim lasts one lease TTL.
+    let first = try worker(fixture, ["THUMBD_LEASE_TTL": "5"])
     defer { first.send(SIGKILL) }
     let a = try enqueue(fixture, "a")
     #expect(try await eventually(timeout: 30) { try state(fixture, a) == "succeeded" })
@@ -149,9 +150,12 @@ struct S3CollectionTests {
     _ = await first.waitForExit(timeout: 10)
     try fixture.proxy.clear()
     #expect(try stored.allSatisfy { try exists($0) })
-    // The claim runs out (made due here rather than waited for); another worker deletes them.
-    try sql(
-      fixture.database, "UPDATE thumbs.gc_objects SET claim_expires_at = now() WHERE claimed_by IS NOT NULL")
+    #expect(
+      try sql(
+        fixture.database,
+        "SELECT count(*) FROM thumbs.gc_objects WHERE claim_expires_at > now() + interval '5 seconds'"
+      ).rows[0][0] == "0", "no claim outlasts the lease TTL")
+    // The claim runs out by itself; another worker deletes them.
     let second = try worker(fixture)
     defer { second.send(SIGKILL) }
     #expect(
