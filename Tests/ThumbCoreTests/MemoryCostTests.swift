@@ -119,3 +119,23 @@ struct MemoryCostModelTests {
           progressive: true))
   }
 }
+
+@Suite struct AVIFEncoderCostTests {
+  /// The AV1 encoder's buffers, measured at 6.4 MiB plus 27 bytes a pixel, are counted once, for the
+  /// largest AVIF variant (variants are encoded one at a time).
+  @Test func theLargestAVIFVariantAddsItsEncoder() {
+    let frame = JPEGFrame(
+      size: PixelSize(width: 1920, height: 1200), sampling: [.init(2, 2), .init(1, 1), .init(1, 1)],
+      progressive: false)
+    func peak(_ formats: [VariantFormat]) -> Int {
+      let variants = zip([1600, 800], formats).map { box, format in
+        VariantSpec(name: "v\(box)", width: box, height: box, fit: .inside, format: format, quality: 60)
+      }
+      return MemoryCostModel.jpeg(frame: frame, compressedBytes: 1, orientation: .up, variants: variants)
+        .rendering
+    }
+    #expect(peak([.avif, .png]) - peak([.png, .png]) == 8 << 20 + 1600 * 1000 * 30)
+    #expect(peak([.png, .avif]) - peak([.png, .png]) == 8 << 20 + 800 * 500 * 30)
+    #expect(peak([.avif, .avif]) == peak([.avif, .png]))
+  }
+}

@@ -23,7 +23,9 @@ import Testing
     (#"{"variants":[{"name":"a","width":5,"height":5},{"name":"a","width":5,"height":5}]}"#, "twice"),
     (#"{"variants":[{"name":"A B","width":5,"height":5}]}"#, "name"),
     (#"{"variants":[{"name":"a","width":5,"height":5,"quality":101}]}"#, "quality"),
-    (#"{"variants":[{"name":"a","width":5,"height":5,"format":"gif"}]}"#, "jpeg, webp, png, auto"),
+    (#"{"variants":[{"name":"a","width":5,"height":5,"format":"gif"}]}"#, "jpeg, webp, png, avif, auto"),
+    (#"{"variants":[{"name":"a","width":5,"height":5,"format":"webp","speed":4}]}"#, "\"avif\" only"),
+    (#"{"variants":[{"name":"a","width":5,"height":5,"format":"avif","speed":10}]}"#, "from 0 to 9"),
     (#"{"variants":[{"name":"a","width":5,"height":5,"subsampling":"4:2:2"}]}"#, "4:2:0, 4:4:4"),
     (#"{"variants":[{"name":"a","width":5,"height":5,"format":"webp","progressive":true}]}"#, "jpeg\" only"),
     (#"{"variants":[{"name":"a","width":5,"height":5,"qualty":80}]}"#, "unknown key \"qualty\""),
@@ -54,7 +56,9 @@ import Testing
       {"variants": [
         {"name": "w", "width": 400, "height": 300, "fit": "fill", "format": "webp", "quality": 70},
         {"name": "j", "width": 800, "height": 800, "subsampling": "4:4:4", "progressive": true},
-        {"name": "a", "width": 64, "height": 64, "fit": "cover", "format": "auto"}]}
+        {"name": "a", "width": 64, "height": 64, "fit": "cover", "format": "auto"},
+        {"name": "v", "width": 640, "height": 640, "format": "avif", "quality": 55, "speed": 8},
+        {"name": "d", "width": 640, "height": 640, "format": "avif"}]}
       """#
     let profile = try ProfileSpec.parse(name: "p", json: Data(json.utf8))
     #expect(
@@ -64,6 +68,9 @@ import Testing
     #expect(profile.variants[1].format == .jpeg && profile.variants[1].quality == 82)
     #expect(profile.variants[2].format.resolved(sourceHasAlpha: true) == .png)
     #expect(profile.variants[2].format.resolved(sourceHasAlpha: false) == .jpeg)
+    #expect(profile.variants[3].format.resolved(sourceHasAlpha: true) == .avif)
+    #expect(profile.variants[3].quality == 55 && profile.variants[3].speed == 8)
+    #expect(profile.variants[4].speed == VariantSpec.defaultAVIFSpeed)
   }
 }
 

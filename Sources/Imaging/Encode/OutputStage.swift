@@ -57,6 +57,8 @@ struct OutputStage {
       return try WebPEncoder.encode(pixels, quality: spec.quality)
     case .png:
       return try PNGEncoder.encode(pixels)
+    case .avif:
+      return try HEIFEncoder.avif(pixels, quality: spec.quality, speed: spec.speed)
     }
   }
 

@@ -172,20 +172,25 @@ public enum MemoryCostModel {
   /// pixel at 4:2:0 (3 at 4:4:4); anything else is three bytes a pixel, and an output that is
   /// colour-converted or leaves as RGB (an ICC profile, CMYK, PNG, WebP, HEIF) also passes through an
   /// interleaved copy, the converted copy and, for JPEG, a flattened one: about ten more bytes a pixel
-  /// for the largest.
+  /// for the largest. The AV1 encoder's own buffers come on top while an AVIF variant is encoded (one
+  /// at a time): measured at 6.4 MiB plus 27 bytes a pixel from 320x200 to 1600x1000, so the model
+  /// takes 8 MiB plus 30 bytes a pixel of the largest AVIF variant.
   static func renderingBytes(
     upright: PixelSize, decoded: PixelSize, variants: [VariantSpec], convertsColour: Bool = false
   ) -> Int {
     let steps = RenderPlanner.steps(original: upright, decoded: decoded, variants: variants)
     var total = 0.0
     var largest = 0
+    var largestAVIF: Int?
     for step in steps {
       let spec = variants[step.variant]
       let planar = !convertsColour && spec.format == .jpeg && spec.subsampling == .s420
       total += Double(step.output.pixels) * 2 * (planar ? 1.5 : 3)
       largest = max(largest, step.output.pixels)
+      if spec.format == .avif { largestAVIF = max(largestAVIF ?? 0, step.output.pixels) }
     }
-    return Int(total) + largest * (convertsColour ? 13 : 4)
+    let avifEncoder = largestAVIF.map { 8 << 20 + $0 * 30 } ?? 0
+    return Int(total) + largest * (convertsColour ? 13 : 4) + avifEncoder
   }
 
 }

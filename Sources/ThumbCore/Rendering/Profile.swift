@@ -22,13 +22,14 @@ public enum CropStrategy: String, Sendable, Codable, CaseIterable {
 
 /// The encoding of a rendered variant.
 public enum OutputFormat: String, Sendable, Codable, CaseIterable {
-  case jpeg, webp, png
+  case jpeg, webp, png, avif
 
   public var fileExtension: String {
     switch self {
     case .jpeg: return "jpg"
     case .webp: return "webp"
     case .png: return "png"
+    case .avif: return "avif"
     }
   }
 
@@ -38,13 +39,14 @@ public enum OutputFormat: String, Sendable, Codable, CaseIterable {
 /// The encoding a profile asks for: a format, or `auto` (PNG when the original has transparency,
 /// JPEG otherwise).
 public enum VariantFormat: String, Sendable, Codable, CaseIterable {
-  case jpeg, webp, png, auto
+  case jpeg, webp, png, avif, auto
 
   public func resolved(sourceHasAlpha: Bool) -> OutputFormat {
     switch self {
     case .jpeg: return .jpeg
     case .webp: return .webp
     case .png: return .png
+    case .avif: return .avif
     case .auto: return sourceHasAlpha ? .png : .jpeg
     }
   }
@@ -63,8 +65,10 @@ public struct VariantSpec: Sendable, Hashable, Codable {
   public var height: Int
   public var fit: Fit
   public var format: VariantFormat
-  /// JPEG and WebP quality, 1-100 (PNG is lossless and ignores it).
+  /// JPEG, WebP and AVIF quality, 1-100 (PNG is lossless and ignores it).
   public var quality: Int
+  /// AVIF only: the AV1 encoder's speed, 0 (slowest, smallest) to 9.
+  public var speed: Int
   /// JPEG only.
   public var subsampling: ChromaSubsampling
   /// JPEG only: progressive scans (smaller for large variants, shown coarse-to-fine while loading).
@@ -74,7 +78,8 @@ public struct VariantSpec: Sendable, Hashable, Codable {
 
   public init(
     name: String, width: Int, height: Int, fit: Fit, format: VariantFormat, quality: Int,
-    subsampling: ChromaSubsampling = .s420, progressive: Bool = false, crop: CropStrategy = .centre
+    subsampling: ChromaSubsampling = .s420, progressive: Bool = false, crop: CropStrategy = .centre,
+    speed: Int = VariantSpec.defaultAVIFSpeed
   ) {
     self.name = name
     self.width = width
@@ -85,7 +90,12 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     self.subsampling = subsampling
     self.progressive = progressive
     self.crop = crop
+    self.speed = speed
   }
+
+  /// The AV1 encoder's speed when a variant does not say: libheif's own default for libaom, a balance
+  /// of size and time (docs/imaging.md has the measurements).
+  public static let defaultAVIFSpeed = 6
 
   public var box: PixelSize { PixelSize(width: width, height: height) }
 }

@@ -4,7 +4,7 @@ public import Foundation
 /// `{"variants": [{"name": "large", "width": 1600, "height": 1600, "fit": "inside", "format": "jpeg",
 /// "quality": 82}, ...]}`. `fit` (inside, cover, fill) defaults to `inside`, `format` (jpeg, webp, png,
 /// auto) to `jpeg`, `quality` to 82, `subsampling` ("4:2:0" or "4:4:4", JPEG only) to "4:2:0",
-/// `progressive` (JPEG only) to false, `crop` (centre, attention, entropy; `fit: cover` only) to centre.
+/// `progressive` (JPEG only) to false, `speed` (0-9, AVIF only) to 6, `crop` (centre, attention, entropy; `fit: cover` only) to centre.
 /// Unknown keys are refused, so a misspelt option is not ignored.
 /// Every problem is reported with the variant and field it concerns, since operators write these by hand.
 public enum ProfileSpec {
@@ -29,11 +29,12 @@ public enum ProfileSpec {
     var quality: Int?
     var subsampling: String?
     var progressive: Bool?
+    var speed: Int?
     var crop: String?
   }
 
   static let variantKeys: Set<String> = [
-    "name", "width", "height", "fit", "format", "quality", "subsampling", "progressive", "crop",
+    "name", "width", "height", "fit", "format", "quality", "subsampling", "progressive", "speed", "crop",
   ]
 
   public static func parse(name: String, json: Data) throws(Invalid) -> Profile {
@@ -88,6 +89,9 @@ public enum ProfileSpec {
       if format != .jpeg && (v.subsampling != nil || v.progressive != nil) {
         throw fail("\"subsampling\" and \"progressive\" apply to \"format\": \"jpeg\" only")
       }
+      if format != .avif && v.speed != nil { throw fail("\"speed\" applies to \"format\": \"avif\" only") }
+      let speed = v.speed ?? VariantSpec.defaultAVIFSpeed
+      guard (0...9).contains(speed) else { throw fail("\"speed\" must be from 0 to 9") }
       guard let crop = CropStrategy(rawValue: v.crop ?? "centre") else {
         throw fail("\"crop\" must be one of \(CropStrategy.allCases.map(\.rawValue).joined(separator: ", "))")
       }
@@ -96,7 +100,7 @@ public enum ProfileSpec {
       variants.append(
         VariantSpec(
           name: variantName, width: width, height: height, fit: fit, format: format, quality: quality,
-          subsampling: subsampling, progressive: v.progressive ?? false, crop: crop))
+          subsampling: subsampling, progressive: v.progressive ?? false, crop: crop, speed: speed))
     }
     return Profile(name: name, variants: variants)
   }
