@@ -93,9 +93,9 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     self.speed = speed
   }
 
-  /// The AV1 encoder's speed when a variant does not say: libheif's own default for libaom, a balance
-  /// of size and time (docs/imaging.md has the measurements).
-  public static let defaultAVIFSpeed = 6
+  /// The AV1 encoder's speed when a variant does not say. Not libheif's 6: at 8 a large variant costs a
+  /// quarter of the encode time for about a tenth more bytes (docs/benchmarks/formats.md).
+  public static let defaultAVIFSpeed = 8
 
   public var box: PixelSize { PixelSize(width: width, height: height) }
 }
