@@ -25,6 +25,8 @@ public struct SourceInfo: Sendable {
   /// Where the render's time went, in seconds: decode, resize and encode (conversion to sRGB and the
   /// ThumbHash count as encoding: they are the output stage).
   public var timings = StageTimes()
+  /// What the job's row and event should say about the original (a JPEG cut short, rendered).
+  public var warnings: [RenderWarning] = []
 }
 
 extension ContinuousClock.Instant {
@@ -165,7 +167,8 @@ public struct Thumbnailer: Sendable {
     let info = SourceInfo(
       format: header.format, size: upright, orientation: orientation,
       decodeDenominator: decoded.denominator,
-      reduction: decoded.reduction, hasAlpha: header.hasAlpha, thumbHash: thumbHash, timings: timings)
+      reduction: decoded.reduction, hasAlpha: header.hasAlpha, thumbHash: thumbHash, timings: timings,
+      warnings: decoded.warnings)
     return (info, rendered.compactMap { $0 })
   }
 }

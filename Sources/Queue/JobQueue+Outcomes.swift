@@ -1,3 +1,4 @@
+import Foundation
 public import ThumbCore
 
 /// What a succeeded job leaves behind: its variants, and the ThumbHash of its original (a placeholder
@@ -12,16 +13,19 @@ public struct JobResult: Sendable, Equatable, ExpressibleByArrayLiteral {
   public var reusedFrom: Int64?
   /// Where the job's time went (thumbs.jobs.stage_ms); nil: not measured.
   public var stageTimes: StageTimes?
+  /// What the job's row and event say about the original (thumbs.jobs.warnings).
+  public var warnings: [RenderWarning]
 
   public init(
     variants: [VariantRecord], thumbHash: String? = nil, renderKey: String? = nil, reusedFrom: Int64? = nil,
-    stageTimes: StageTimes? = nil
+    stageTimes: StageTimes? = nil, warnings: [RenderWarning] = []
   ) {
     self.variants = variants
     self.thumbHash = thumbHash
     self.renderKey = renderKey
     self.reusedFrom = reusedFrom
     self.stageTimes = stageTimes
+    self.warnings = warnings
   }
 
   public init(arrayLiteral variants: VariantRecord...) {
@@ -120,7 +124,8 @@ extension JobQueue {
       formats: rows.map(\.1.format), bytes: rows.map { Int64($0.1.bytes) },
       storageKeys: rows.map(\.1.storageKey), thumbhashes: results.map(\.thumbHash),
       renderKeys: results.map(\.renderKey), reusedFrom: results.map(\.reusedFrom),
-      stageMS: results.map { $0.stageTimes?.json }, specVersions: jobs.map(\.specVersion))
+      stageMS: results.map { $0.stageTimes?.json }, specVersions: jobs.map(\.specVersion),
+      warnings: results.map { RenderWarning.json($0.warnings) })
     let answer = try await client.run(SQL.CompleteJobs.self, parameters, prepared: true)
     var recorded = RecordedOutcomes()
     for row in answer {
@@ -171,7 +176,9 @@ extension JobQueue {
         name: row.name, width: row.width, height: row.height, format: row.format, bytes: Int(row.bytes),
         storageKey: row.storageKey)
       if found == nil {
-        found = JobResult(variants: [], thumbHash: row.thumbhash, renderKey: renderKey, reusedFrom: row.jobID)
+        found = JobResult(
+          variants: [], thumbHash: row.thumbhash, renderKey: renderKey, reusedFrom: row.jobID,
+          warnings: row.warnings.map(RenderWarning.list(json:)) ?? [])
       }
       found?.variants.append(variant)
     }
@@ -197,5 +204,18 @@ extension JobQueue {
   public func fail(_ job: LeasedJob, error: JobError, retryAfter: Double?) async throws(PostgresError) -> Bool
   {
     try await record([(job, .failed(error, retryAfter: retryAfter))]).contains(job.id)
+  }
+}
+
+extension RenderWarning {
+  /// The JSON array thumbs.jobs.warnings holds.
+  static func json(_ warnings: [RenderWarning]) -> String {
+    guard !warnings.isEmpty, let data = try? JSONEncoder().encode(warnings) else { return "[]" }
+    return String(decoding: data, as: UTF8.self)
+  }
+
+  /// The warnings of a thumbs.jobs.warnings value; none when it does not read as such.
+  static func list(json: String) -> [RenderWarning] {
+    (try? JSONDecoder().decode([RenderWarning].self, from: Data(json.utf8))) ?? []
   }
 }

@@ -36,6 +36,9 @@ struct ThumbnailCommand: ParsableCommand {
           let path = "\(out)/\(stem)_\(variant.name).\(variant.format.fileExtension)"
           try Data(variant.data).write(to: URL(fileURLWithPath: path), options: .atomic)
         }
+        for warning in info.warnings {
+          FileHandle.standardError.write(Data("\(file): warning: \(warning.code): \(warning.message)\n".utf8))
+        }
         if verbose {
           let ms = Int(Date().timeIntervalSince(t0) * 1000)
           let t = info.timings

@@ -29,10 +29,14 @@ struct JPEGSource: SourceDecoder {
   func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
     let denominator = RenderPlanner.decodeDenominator(requiredScale: requiredScale, margin: margin)
     let result = data.withUnsafeBytes { bytes in
-      Result { () throws(JobError) -> PlanarImage in
+      Result { () throws(JobError) -> (image: PlanarImage, truncated: Bool) in
         try decompressor.decodePlanes(bytes, header: jpegHeader, denominator: denominator)
       }
     }
-    return DecodedSource(image: try result.get(), reduction: "1/\(denominator)", denominator: denominator)
+    let (image, truncated) = try result.get()
+    // An upload cut short: rendered with a warning when little is missing (TruncatedJPEG).
+    let warnings = truncated ? [try TruncatedJPEG.judge(image, height: jpegHeader.size.height)] : []
+    return DecodedSource(
+      image: image, reduction: "1/\(denominator)", denominator: denominator, warnings: warnings)
   }
 }

@@ -31,6 +31,8 @@ struct DecodedSource {
   var reduction: String
   /// The JPEG DCT scale denominator (1 for the other formats).
   var denominator = 1
+  /// What the job's row and event should say about the original (a JPEG cut short).
+  var warnings: [RenderWarning] = []
 }
 
 /// One format's decoder, holding the file. `header` is read at creation; `decode` allocates the pixels.

@@ -45,17 +45,20 @@ final class TurboDecompressor: @unchecked Sendable {
   /// computed) into planes, as stored: YCbCr straight from the IDCT, with no colour conversion and no
   /// chroma upsampling (the resampler takes chroma at its own size); grey as one plane; CMYK and RGB
   /// JPEGs, which have no YCbCr to keep, through an interleaved decode.
+  ///
+  /// `truncated`: libjpeg warned that the data ended early (TruncatedJPEG judges what arrived).
   func decodePlanes(
     _ data: UnsafeRawBufferPointer, header: Header, denominator: Int
-  ) throws(JobError) -> PlanarImage {
+  ) throws(JobError) -> (image: PlanarImage, truncated: Bool) {
     let scaled = Self.scaledSize(header.size, denominator: denominator)
     if header.isCMYK || header.colorspace == Int32(TJCS_RGB.rawValue) {
-      let image = try decode(data, header: header, denominator: denominator)
-      return image.pixels.withUnsafeBufferPointer {
+      let (image, truncated) = try decodeInterleaved(data, header: header, denominator: denominator)
+      let planes = image.pixels.withUnsafeBufferPointer {
         PlanarImage(
           interleaved: $0.baseAddress!, size: image.size, stride: image.rowBytes,
           model: image.channels == 4 ? .invertedCMYK : .rgb)
       }
+      return (planes, truncated)
     }
     let gray = header.subsampling == Int32(TJSAMP_GRAY.rawValue)
     let componentCount = gray ? 1 : 3
@@ -88,14 +91,23 @@ final class TurboDecompressor: @unchecked Sendable {
         }
       }
     }
-    try check(status)
-    return PlanarImage(model: gray ? .gray : .yCbCr, planes: planes, subsampling: subsampling)
+    let truncated = try check(status)
+    return (PlanarImage(model: gray ? .gray : .yCbCr, planes: planes, subsampling: subsampling), truncated)
   }
 
-  /// An interleaved decode: RGB, or CMYK (four channels, inverted as stored) for CMYK/YCCK files.
+  /// An interleaved decode: RGB, or CMYK (four channels, inverted as stored) for CMYK/YCCK files. A file
+  /// that ends early is refused.
   func decode(
     _ data: UnsafeRawBufferPointer, header: Header, denominator: Int
   ) throws(JobError) -> PixelBuffer {
+    let (image, truncated) = try decodeInterleaved(data, header: header, denominator: denominator)
+    if truncated { throw JobError(.corruptImage, "JPEG data: the file ends early") }
+    return image
+  }
+
+  private func decodeInterleaved(
+    _ data: UnsafeRawBufferPointer, header: Header, denominator: Int
+  ) throws(JobError) -> (PixelBuffer, truncated: Bool) {
     let scaled = Self.scaledSize(header.size, denominator: denominator)
     let channels = header.isCMYK ? 4 : 3
     let format = header.isCMYK ? TJPF_CMYK : TJPF_RGB
@@ -107,19 +119,22 @@ final class TurboDecompressor: @unchecked Sendable {
         handle, base, UInt(data.count), out.baseAddress, Int32(scaled.width), 0, Int32(scaled.height),
         Int32(format.rawValue), TJFLAG_LIMITSCANS)
     }
-    try check(status)
-    return PixelBuffer(width: scaled.width, height: scaled.height, channels: channels, pixels: pixels)
+    let truncated = try check(status)
+    return (
+      PixelBuffer(width: scaled.width, height: scaled.height, channels: channels, pixels: pixels), truncated
+    )
   }
 
-  /// A warning (TJERR_WARNING) still produced an image. A truncated file is "damaged": its missing rows
-  /// would be served as grey, so it is refused. Other warnings (stray bytes between markers) are harmless.
-  private func check(_ status: Int32) throws(JobError) {
-    guard status != 0 else { return }
+  /// An error throws; a warning (TJERR_WARNING) still produced an image. Returns whether the warning
+  /// says the data ended early (the blocks that never arrived are grey); other warnings (stray bytes
+  /// between markers) are harmless.
+  private func check(_ status: Int32) throws(JobError) -> Bool {
+    guard status != 0 else { return false }
     let message = lastError
-    let isWarning = tjGetErrorCode(handle) == TJERR_WARNING.rawValue
-    if !isWarning || message.contains("Premature end") {
+    guard tjGetErrorCode(handle) == TJERR_WARNING.rawValue else {
       throw JobError(.corruptImage, "JPEG data: \(message)")
     }
+    return message.contains("Premature end")
   }
 
   /// The size libjpeg produces at 1/denominator: rounded up (TJSCALED).

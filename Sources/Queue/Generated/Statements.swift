@@ -120,8 +120,8 @@ public enum SQL {
   /// thumbnails (migrations/0009), unless a newer job of the photo already gave it its own: the photo's row
   /// is updated only for a higher job id, and the photo's variant rows follow it.
   ///
-  /// Each job's `succeeded` event (migrations/0010) is written too, and announced on thumbs_events;
-  /// notified counts the announcements (evaluated once, on the first row).
+  /// Each job's `succeeded` event (migrations/0010) is written too, with its warnings (migrations/0014),
+  /// and announced on thumbs_events; notified counts the announcements (evaluated once, on the first row).
   ///
   /// Collection (migrations/0013): a job naming an object that is being deleted, or was deleted after the
   /// job was leased (it may have found the object before the delete and skipped its upload), is not
@@ -135,8 +135,8 @@ public enum SQL {
       text: #"""
         WITH input AS (
           SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
-                               $14::bigint[])
-                   AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version)),
+                               $14::bigint[], $15::jsonb[])
+                   AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version, warnings)),
         locked AS MATERIALIZED (
           SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
            WHERE j.lease_token = i.token AND j.state = 'running'
@@ -161,11 +161,12 @@ public enum SQL {
                  thumbhash = CASE WHEN c.id IS NULL THEN i.thumbhash ELSE j.thumbhash END,
                  render_key = CASE WHEN c.id IS NULL THEN i.render_key ELSE j.render_key END,
                  reused_from = CASE WHEN c.id IS NULL THEN i.reused_from ELSE j.reused_from END,
-                 stage_ms = CASE WHEN c.id IS NULL THEN i.stage_ms ELSE j.stage_ms END
+                 stage_ms = CASE WHEN c.id IS NULL THEN i.stage_ms ELSE j.stage_ms END,
+                 warnings = CASE WHEN c.id IS NULL THEN i.warnings ELSE j.warnings END
             FROM locked l JOIN input i ON i.id = l.id LEFT JOIN collected c ON c.id = l.id
            WHERE j.id = l.id
           RETURNING j.id, j.state, j.external_id, j.source_key, j.source_url, j.profile, j.render_key,
-                    j.thumbhash, j.attempts, j.rerender, i.spec_version),
+                    j.thumbhash, j.attempts, j.rerender, i.spec_version, j.warnings),
         done AS (SELECT * FROM ended WHERE state = 'succeeded'),
         variant_rows AS (
           SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
@@ -224,9 +225,9 @@ public enum SQL {
             FROM variant_rows r GROUP BY r.job_id),
         events AS (
           INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, thumbhash, variants,
-                                        attempts, rerender)
+                                        attempts, rerender, warnings)
           SELECT d.id, d.external_id, 'succeeded', thumbs.redact_url(d.source_url), d.profile, d.thumbhash,
-                 l.variants, d.attempts, d.rerender
+                 l.variants, d.attempts, d.rerender, d.warnings
             FROM done d LEFT JOIN variant_lists l ON l.job_id = d.id
            ORDER BY d.id
           RETURNING id)
@@ -236,11 +237,11 @@ public enum SQL {
         """#,
       parameters: [
         "ids", "tokens", "variant_job_ids", "names", "widths", "heights", "formats", "bytes", "storage_keys",
-        "thumbhashes", "render_keys", "reused_from", "stage_ms", "spec_versions",
+        "thumbhashes", "render_keys", "reused_from", "stage_ms", "spec_versions", "warnings",
       ],
       parameterTypes: [
         "bigint[]", "uuid[]", "bigint[]", "text[]", "int[]", "int[]", "text[]", "bigint[]", "text[]",
-        "text[]", "text[]", "bigint[]", "jsonb[]", "bigint[]",
+        "text[]", "text[]", "bigint[]", "jsonb[]", "bigint[]", "jsonb[]",
       ],
       columns: ["id", "refused", "notified"],
       columnTypes: ["bigint", "bool", "bigint"])
@@ -260,11 +261,13 @@ public enum SQL {
       public var reusedFrom: [Int64?]
       public var stageMS: [String?]
       public var specVersions: [Int64?]
+      public var warnings: [String]
 
       public init(
         ids: [Int64], tokens: [String], variantJobIDs: [Int64], names: [String], widths: [Int],
         heights: [Int], formats: [String], bytes: [Int64], storageKeys: [String], thumbhashes: [String?],
-        renderKeys: [String?], reusedFrom: [Int64?], stageMS: [String?], specVersions: [Int64?]
+        renderKeys: [String?], reusedFrom: [Int64?], stageMS: [String?], specVersions: [Int64?],
+        warnings: [String]
       ) {
         self.ids = ids
         self.tokens = tokens
@@ -280,6 +283,7 @@ public enum SQL {
         self.reusedFrom = reusedFrom
         self.stageMS = stageMS
         self.specVersions = specVersions
+        self.warnings = warnings
       }
 
       public var values: [String?] {
@@ -289,7 +293,7 @@ public enum SQL {
           PostgresArray.literal(formats), PostgresArray.literal(bytes), PostgresArray.literal(storageKeys),
           PostgresArray.literal(thumbhashes), PostgresArray.literal(renderKeys),
           PostgresArray.literal(reusedFrom), PostgresArray.literal(stageMS),
-          PostgresArray.literal(specVersions),
+          PostgresArray.literal(specVersions), PostgresArray.literal(warnings),
         ]
       }
     }
@@ -563,8 +567,8 @@ public enum SQL {
     }
   }
 
-  /// The current thumbnails (migrations/0009) rendered with this render key, with their ThumbHash and the
-  /// job that made them: what a job with the same original bytes and profile can take instead of
+  /// The current thumbnails (migrations/0009) rendered with this render key, with their ThumbHash, the
+  /// job that made them and its warnings (none when its row was pruned): what a job with the same original bytes and profile can take instead of
   /// rendering. Only current thumbnails are offered, so every object a job takes is one a photo names.
   /// No rows: none.
   public enum FindRendered: TypedStatement {
@@ -576,14 +580,17 @@ public enum SQL {
            WHERE p.render_key = $1
            ORDER BY p.job_id DESC
            LIMIT 1)
-        SELECT s.job_id, s.thumbhash, v.name, v.width, v.height, v.format, v.bytes, v.storage_key
+        SELECT s.job_id, s.thumbhash, v.name, v.width, v.height, v.format, v.bytes, v.storage_key,
+               (SELECT j.warnings FROM thumbs.jobs j WHERE j.id = s.job_id) AS warnings
           FROM source s JOIN thumbs.photo_variants v ON v.photo_id = s.id
          ORDER BY v.name
         """#,
       parameters: ["render_key"],
       parameterTypes: ["text"],
-      columns: ["job_id", "thumbhash", "name", "width", "height", "format", "bytes", "storage_key"],
-      columnTypes: ["bigint", "text", "text", "int", "int", "text", "bigint", "text"])
+      columns: [
+        "job_id", "thumbhash", "name", "width", "height", "format", "bytes", "storage_key", "warnings",
+      ],
+      columnTypes: ["bigint", "text", "text", "int", "int", "text", "bigint", "text", "jsonb"])
 
     public struct Parameters: StatementParameters {
       public var renderKey: String
@@ -606,6 +613,7 @@ public enum SQL {
       public var format: String
       public var bytes: Int64
       public var storageKey: String
+      public var warnings: String?
 
       public init(_ row: ResultRow) throws(PostgresError) {
         jobID = try row.decode("job_id")
@@ -616,6 +624,7 @@ public enum SQL {
         format = try row.decode("format")
         bytes = try row.decode("bytes")
         storageKey = try row.decode("storage_key")
+        warnings = try row.decode("warnings")
       }
     }
   }

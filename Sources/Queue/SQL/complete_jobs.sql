@@ -12,8 +12,8 @@
 -- thumbnails (migrations/0009), unless a newer job of the photo already gave it its own: the photo's row
 -- is updated only for a higher job id, and the photo's variant rows follow it.
 --
--- Each job's `succeeded` event (migrations/0010) is written too, and announced on thumbs_events;
--- notified counts the announcements (evaluated once, on the first row).
+-- Each job's `succeeded` event (migrations/0010) is written too, with its warnings (migrations/0014),
+-- and announced on thumbs_events; notified counts the announcements (evaluated once, on the first row).
 --
 -- Collection (migrations/0013): a job naming an object that is being deleted, or was deleted after the
 -- job was leased (it may have found the object before the delete and skipped its upload), is not
@@ -23,12 +23,13 @@
 -- objects of every job not written candidates for collection (gc_unclaimed).
 -- params: ids bigint[], tokens uuid[], variant_job_ids bigint[], names text[], widths int[],
 -- params: heights int[], formats text[], bytes bigint[], storage_keys text[], thumbhashes text?[],
--- params: render_keys text?[], reused_from bigint?[], stage_ms jsonb?[], spec_versions bigint?[]
+-- params: render_keys text?[], reused_from bigint?[], stage_ms jsonb?[], spec_versions bigint?[],
+-- params: warnings jsonb[]
 -- returns: id bigint, refused bool, notified bigint
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
-                       $14::bigint[])
-           AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version)),
+                       $14::bigint[], $15::jsonb[])
+           AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version, warnings)),
 locked AS MATERIALIZED (
   SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
    WHERE j.lease_token = i.token AND j.state = 'running'
@@ -53,11 +54,12 @@ ended AS (
          thumbhash = CASE WHEN c.id IS NULL THEN i.thumbhash ELSE j.thumbhash END,
          render_key = CASE WHEN c.id IS NULL THEN i.render_key ELSE j.render_key END,
          reused_from = CASE WHEN c.id IS NULL THEN i.reused_from ELSE j.reused_from END,
-         stage_ms = CASE WHEN c.id IS NULL THEN i.stage_ms ELSE j.stage_ms END
+         stage_ms = CASE WHEN c.id IS NULL THEN i.stage_ms ELSE j.stage_ms END,
+         warnings = CASE WHEN c.id IS NULL THEN i.warnings ELSE j.warnings END
     FROM locked l JOIN input i ON i.id = l.id LEFT JOIN collected c ON c.id = l.id
    WHERE j.id = l.id
   RETURNING j.id, j.state, j.external_id, j.source_key, j.source_url, j.profile, j.render_key,
-            j.thumbhash, j.attempts, j.rerender, i.spec_version),
+            j.thumbhash, j.attempts, j.rerender, i.spec_version, j.warnings),
 done AS (SELECT * FROM ended WHERE state = 'succeeded'),
 variant_rows AS (
   SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
@@ -116,9 +118,9 @@ variant_lists AS (
     FROM variant_rows r GROUP BY r.job_id),
 events AS (
   INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, thumbhash, variants,
-                                attempts, rerender)
+                                attempts, rerender, warnings)
   SELECT d.id, d.external_id, 'succeeded', thumbs.redact_url(d.source_url), d.profile, d.thumbhash,
-         l.variants, d.attempts, d.rerender
+         l.variants, d.attempts, d.rerender, d.warnings
     FROM done d LEFT JOIN variant_lists l ON l.job_id = d.id
    ORDER BY d.id
   RETURNING id)

@@ -181,9 +181,15 @@ final class JobRunner: Sendable {
   ) {
     let jobLogger = logger.with(["job.id": "\(job.id)", "job.attempt": "\(job.attempt)"])
     switch (written, ended.outcome) {
-    case (.written?, .succeeded):
+    case (.written?, .succeeded(let result)):
       metrics.job(.succeeded)
       jobLogger.info("job succeeded", metadata: ["job.variants": "\(ended.variants)"])
+      for warning in result.warnings {
+        metrics.warned(code: warning.code)
+        jobLogger.warning(
+          "job succeeded with a warning",
+          metadata: ["warning.code": "\(warning.code)", "warning": "\(warning.message)"])
+      }
     case (.written?, .failed(let error, let retryAfter)):
       metrics.job(retryAfter == nil ? .failed : .retried, code: error.code)
       jobLogger.notice(

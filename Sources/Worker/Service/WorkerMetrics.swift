@@ -29,6 +29,7 @@ final class WorkerMetrics: Sendable {
   private let factory: any MetricsFactory
   private let totals = Mutex(WorkerCounters())
   private let jobs: Mutex<[String: Counter]> = Mutex([:])
+  private let warnings: Mutex<[String: Counter]> = Mutex([:])
   private let stages: [Stage: Timer]
   private let downloadBytes: Counter
   private let leasesLost: Counter
@@ -113,6 +114,17 @@ final class WorkerMetrics: Sendable {
       return counter
     }
     counter.increment()
+  }
+
+  /// A job that succeeded with a warning (RenderWarning: a JPEG cut short, rendered).
+  func warned(code: String) {
+    warnings.withLock { counters in
+      if let counter = counters[code] { return counter }
+      let counter = Counter(
+        label: "thumbd_job_warnings_total", dimensions: [("code", code)], factory: factory)
+      counters[code] = counter
+      return counter
+    }.increment()
   }
 
   func leaseLost() {
