@@ -4,6 +4,9 @@
 # Creates a virtualenv at ${THUMBD_BENCH_VENV:-$HOME/.cache/thumbd-bench-venv} with pyvips (and its
 # bundled libvips wheel) and Pillow, plus pgqueuer and asyncpg (its driver in bench/pgqueuer_bench.py),
 # and numpy (SSIM in bench/quality).
+# A second virtualenv, ${THUMBD_BENCH_DEBIAN_VIPS_VENV:-$HOME/.cache/thumbd-bench-debian-vips}, holds pyvips
+# without its wheel, bound to Debian's own libvips (libvips42): the peer for HEIC, since the PyPI wheel's
+# libvips has no HEVC decoder.
 # Idempotent: a second run only checks and prints the versions.
 set -euo pipefail
 venv=${THUMBD_BENCH_VENV:-$HOME/.cache/thumbd-bench-venv}
@@ -37,6 +40,18 @@ if ! have; then
   fi
 fi
 
+# Debian's libvips for HEIC (pyvips in ABI mode finds libvips.so.42 itself).
+debvenv=${THUMBD_BENCH_DEBIAN_VIPS_VENV:-$HOME/.cache/thumbd-bench-debian-vips}
+have_debvips() { "$debvenv/bin/python" -c 'import pyvips; pyvips.Image.heifload' >/dev/null 2>&1; }
+if ! have_debvips; then
+  if ! dpkg -s libvips42 >/dev/null 2>&1; then
+    echo "setup: installing Debian's libvips42" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libvips42 >/dev/null
+  fi
+  [ -x "$debvenv/bin/python" ] || "$py" -m venv "$debvenv"
+  "$debvenv/bin/python" -m pip install --disable-pip-version-check -q pyvips
+fi
+
 # The queue benchmark's contender: pgqueuer (PostgreSQL job queue for Python) with asyncpg.
 have_pgq() { "$vpy" -c 'import pgqueuer, asyncpg' >/dev/null 2>&1; }
 if ! have_pgq; then
@@ -66,4 +81,5 @@ print(f"pgqueuer {md.version('pgqueuer')}")
 print(f"asyncpg {md.version('asyncpg')}")
 print(f"numpy {md.version('numpy')}")
 PY
+echo "Debian libvips: $("$debvenv/bin/python" -c 'import pyvips; print("%d.%d.%d" % tuple(pyvips.version(i) for i in range(3)))')"
 echo "setup: venv $venv ready" >&2
