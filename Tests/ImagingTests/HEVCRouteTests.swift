@@ -86,3 +86,41 @@ struct HEVCRouteTests {
     }
   }
 }
+
+/// The loop filters are skipped only when every output is reduced 2x or more; skipping changes the
+/// decoded pixels (so the setting reaches libavcodec), and only a little.
+@Suite struct LoopFilterSkipTests {
+  @Test func onlyReducedOutputsSkipTheLoopFilters() throws {
+    var picture = PixelBuffer(width: 1024, height: 768, channels: 3)
+    for y in 0..<768 {
+      for x in 0..<1024 {
+        let i = (y * 1024 + x) * 3
+        picture.pixels[i] = UInt8((x * 7 + y * 3) & 0xFF)
+        picture.pixels[i + 1] = UInt8((x ^ y) & 0xFF)
+        picture.pixels[i + 2] = UInt8(y * 255 / 768)
+      }
+    }
+    let file = try HEIFEncoder.encode(picture, quality: 30, codec: .hevc)
+    let source = try HEIFSource(file, format: .heif, maxPixels: 100_000_000)
+    #expect(source.usesTiles)
+    let whole = try source.decode(requiredScale: 1, margin: 2)
+    let reduced = try source.decode(requiredScale: 0.5, margin: 2)
+    #expect(whole.reduction == "1/1")
+    #expect(reduced.reduction == "1/1, loop filters skipped")
+    let (a, b) = (whole.image.planes[0], reduced.image.planes[0])
+    var differing = 0
+    var total = 0
+    a.withUnsafeBufferPointer { p in
+      b.withUnsafeBufferPointer { q in
+        for i in 0..<p.count where p[i] != q[i] {
+          differing += 1
+          total += abs(Int(p[i]) - Int(q[i]))
+        }
+      }
+    }
+    #expect(differing > 0, "the filters were not skipped")
+    #expect(
+      Double(total) / Double(a.width * a.height) < 2,
+      "mean luma change \(Double(total) / Double(a.width * a.height))")
+  }
+}

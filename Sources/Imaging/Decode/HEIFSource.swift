@@ -109,8 +109,10 @@ final class HEIFSource: SourceDecoder {
   func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
     if let tiled {
       // An embedded thumbnail only through libheif, which turns it upright: not with this route.
-      let image = try HEVCTiles.decode(tiled.item, coding: tiled.coding, file: file)
-      return DecodedSource(image: image, reduction: "1/1")
+      // Reduced 2x or more, the loop filters' work does not survive the resampling (docs/imaging.md).
+      let skip = requiredScale <= HEVCTiles.loopFilterScale
+      let image = try HEVCTiles.decode(tiled.item, coding: tiled.coding, file: file, skipLoopFilters: skip)
+      return DecodedSource(image: image, reduction: skip ? "1/1, loop filters skipped" : "1/1")
     }
     let full = header.storedSize
     let needed = PixelSize(

@@ -26,9 +26,17 @@ enum HEVCTiles {
     }
   }
 
+  /// Outputs at most this fraction of the picture's size are made from a decode without HEVC's
+  /// deblocking and SAO filters. Measured on five HEICs (two phones', IMG_5195, two generated grids;
+  /// their 1600 variant is 0.40-0.48 of them): SSIM Y against a libheif decode resampled in float moved
+  /// by at most 0.0001 on any variant (mean 0.0000), for about 5% less decode time.
+  static let loopFilterScale = 0.5
+
   /// Decodes `item` of `file` into planes in stored orientation (after the crop, before the turns).
-  static func decode(_ item: HEVCItem, coding: YCbCrCoding, file: OwnedBytes) throws(JobError) -> PlanarImage
-  {
+  /// `skipLoopFilters`: without deblocking and SAO, for outputs reduced 2x or more.
+  static func decode(
+    _ item: HEVCItem, coding: YCbCrCoding, file: OwnedBytes, skipLoopFilters: Bool = false
+  ) throws(JobError) -> PlanarImage {
     let window =
       item.crop ?? (x: 0, y: 0, width: item.size.width, height: item.size.height)
     let chroma = chromaFactors(item.chromaFormat)
@@ -40,7 +48,7 @@ enum HEVCTiles {
     ]
     // No coded picture may be larger than a tile (padded to whole coding blocks).
     let limit = Int64((item.tileSize.width + 64) * (item.tileSize.height + 64))
-    thumbd_hevc_begin(limit, 0)
+    thumbd_hevc_begin(limit, skipLoopFilters ? 1 : 0)
     defer { thumbd_hevc_end() }
     let parameterSets = item.parameterSets
     try withMutablePlanePointers(&planes) { (destinations) throws(JobError) in
