@@ -73,6 +73,20 @@ def venv_python(probe="pyvips, PIL"):
     return py
 
 
+def debian_vips_python():
+    """The Python of bench/setup.sh's second virtualenv (THUMBD_BENCH_DEBIAN_VIPS_VENV, default
+    ~/.cache/thumbd-bench-debian-vips): pyvips bound to Debian's libvips42, whose HEIF loader decodes
+    HEVC. Runs bench/setup.sh when it is missing."""
+    venv = os.environ.get("THUMBD_BENCH_DEBIAN_VIPS_VENV") or os.path.expanduser("~/.cache/thumbd-bench-debian-vips")
+    py = os.path.join(venv, "bin", "python")
+    check = [py, "-c", "import pyvips; pyvips.Image.heifload"]
+    if not (os.access(py, os.X_OK) and subprocess.run(check, capture_output=True).returncode == 0):
+        log(f"{PROGRAM}: no virtualenv with Debian's libvips at {venv}: running bench/setup.sh")
+        if subprocess.run(["bash", os.path.join(HERE, "setup.sh")], stdout=sys.stderr).returncode != 0:
+            die("bench/setup.sh failed")
+    return py
+
+
 def enter_venv(script, marker, probe="pyvips, PIL, numpy"):
     """Re-executes `script` (the caller's __file__) under the virtualenv's Python unless already there:
     the environment variable `marker` names the Python it was started under. numpy's BLAS gets one thread:
@@ -117,6 +131,38 @@ def corpus_files(corpus, minimum=EXPECTED_FILES, suffixes=(".jpg", ".jpeg")):
     if len(files) != EXPECTED_FILES:
         log(f"{PROGRAM}: warning: {len(files)} files in {corpus}, the published figures use {EXPECTED_FILES}")
     return files
+
+
+# Photographs of the benchmark corpus that bench/phonecorpus.py turns into 12 MP phone photos (the
+# wallpapers that are photographs and at least 2560 wide; the artwork and the smaller ones are left out).
+PHONE_WALLPAPERS = [
+    "backgrounds_mate_abstract_Elephants_5640x3172.jpg", "wallpapers_Autumn_contents_images_2560x1600.jpg",
+    "wallpapers_ColdRipple_contents_images_2560x1600.jpg", "wallpapers_ColorfulCups_contents_images_2560x1600.jpg",
+    "wallpapers_EveningGlow_contents_images_2560x1600.jpg", "wallpapers_FallenLeaf_contents_images_2560x1600.jpg",
+    "wallpapers_OneStandsOut_contents_images_2560x1600.jpg", "wallpapers_Path_contents_images_2560x1600.jpg",
+]
+SHARED_PHONE = os.path.join(os.path.dirname(REPO), "shared", "corpus", "phone")
+PHONE_CACHE = os.path.expanduser("~/.cache/thumbd-phone-corpus")
+
+
+def phone_corpus(corpus, cache=PHONE_CACHE):
+    """(JPEGs, HEICs) of the phone benchmark: ../shared/corpus/phone's photos, then those
+    bench/phonecorpus.py makes from `corpus`'s photographs (kept in `cache`)."""
+    if not os.path.isdir(SHARED_PHONE):
+        die(f"{SHARED_PHONE} is not there (../shared is absent beside this repository)")
+    shared = sorted(os.path.join(SHARED_PHONE, n) for n in os.listdir(SHARED_PHONE))
+    corpus_files(corpus, suffixes=(".jpg",))
+    wallpapers = [os.path.join(corpus, n) for n in PHONE_WALLPAPERS]
+    missing = [w for w in wallpapers if not os.path.exists(w)]
+    if missing:
+        die(f"the corpus lacks {', '.join(map(os.path.basename, missing))}")
+    run_child([debian_vips_python(), os.path.join(HERE, "phonecorpus.py"), cache]
+              + wallpapers, label="bench/phonecorpus.py")
+    made = sorted(os.path.join(cache, n) for n in os.listdir(cache))
+    jpegs = [p for p in shared + made if p.lower().endswith(".jpg")]
+    heics = [p for p in shared + made if p.lower().endswith(".heic")]
+    return jpegs, heics
+
 
 
 def warm_page_cache(files):
