@@ -80,11 +80,20 @@ def debian_vips_python():
     venv = os.environ.get("THUMBD_BENCH_DEBIAN_VIPS_VENV") or os.path.expanduser("~/.cache/thumbd-bench-debian-vips")
     py = os.path.join(venv, "bin", "python")
     check = [py, "-c", "import pyvips; pyvips.Image.heifload"]
-    if not (os.access(py, os.X_OK) and subprocess.run(check, capture_output=True).returncode == 0):
+    if not (os.access(py, os.X_OK) and subprocess.run(check, capture_output=True, env=debian_vips_env()).returncode == 0):
         log(f"{PROGRAM}: no virtualenv with Debian's libvips at {venv}: running bench/setup.sh")
         if subprocess.run(["bash", os.path.join(HERE, "setup.sh")], stdout=sys.stderr).returncode != 0:
             die("bench/setup.sh failed")
     return py
+
+
+def debian_vips_env(**extra):
+    """This process's environment for a child of debian_vips_python(), without VIPSHOME: the PyPI wheel's
+    libvips sets it (to its build prefix) when it starts, and Debian's libvips would then look for its
+    loader modules, HEIF's among them, there."""
+    env = {k: v for k, v in os.environ.items() if k != "VIPSHOME"}
+    env.update(extra)
+    return env
 
 
 def enter_venv(script, marker, probe="pyvips, PIL, numpy"):
@@ -156,8 +165,8 @@ def phone_corpus(corpus, cache=PHONE_CACHE):
     missing = [w for w in wallpapers if not os.path.exists(w)]
     if missing:
         die(f"the corpus lacks {', '.join(map(os.path.basename, missing))}")
-    run_child([debian_vips_python(), os.path.join(HERE, "phonecorpus.py"), cache]
-              + wallpapers, label="bench/phonecorpus.py")
+    run_child([debian_vips_python(), os.path.join(HERE, "phonecorpus.py"), cache] + wallpapers,
+              debian_vips_env(), label="bench/phonecorpus.py")
     made = sorted(os.path.join(cache, n) for n in os.listdir(cache))
     jpegs = [p for p in shared + made if p.lower().endswith(".jpg")]
     heics = [p for p in shared + made if p.lower().endswith(".heic")]
