@@ -8,6 +8,12 @@ int thumbd_malloc_tune(int mmap_threshold, int arena_max) {
   return threshold_set == 1 && arenas_set == 1;
 }
 
+int thumbd_malloc_keep_freed(int mmap_threshold, int trim_threshold) {
+  int threshold_set = mallopt(M_MMAP_THRESHOLD, mmap_threshold);
+  int trim_set = mallopt(M_TRIM_THRESHOLD, trim_threshold);
+  return threshold_set == 1 && trim_set == 1;
+}
+
 int thumbd_cpu_supports_imaging(void) {
 #if defined(__x86_64__)
   __builtin_cpu_init();

@@ -19,6 +19,7 @@ struct ThumbnailCommand: ParsableCommand {
 
   func run() throws {
     try ImagingProcess.prepare()
+    Allocator.keepFreedMemoryForReuse()
     let spec = try loadProfile()
     try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
     let thumbnailer = Thumbnailer(maxPixels: maxPixels)
