@@ -42,7 +42,10 @@ fi
 
 # Debian's libvips for HEIC (pyvips in ABI mode finds libvips.so.42 itself).
 debvenv=${THUMBD_BENCH_DEBIAN_VIPS_VENV:-$HOME/.cache/thumbd-bench-debian-vips}
-have_debvips() { "$debvenv/bin/python" -c 'import pyvips; pyvips.Image.heifload' >/dev/null 2>&1; }
+have_debvips() {
+  env -u VIPSHOME "$debvenv/bin/python" -c \
+    'import pyvips, sys; sys.exit(pyvips.type_find("VipsOperation", "heifload") == 0)' >/dev/null 2>&1
+}
 if ! have_debvips; then
   if ! dpkg -s libvips42 >/dev/null 2>&1; then
     echo "setup: installing Debian's libvips42" >&2
@@ -81,5 +84,5 @@ print(f"pgqueuer {md.version('pgqueuer')}")
 print(f"asyncpg {md.version('asyncpg')}")
 print(f"numpy {md.version('numpy')}")
 PY
-echo "Debian libvips: $("$debvenv/bin/python" -c 'import pyvips; print("%d.%d.%d" % tuple(pyvips.version(i) for i in range(3)))')"
+echo "Debian libvips: $(env -u VIPSHOME "$debvenv/bin/python" -c 'import pyvips; print("%d.%d.%d" % tuple(pyvips.version(i) for i in range(3)))')"
 echo "setup: venv $venv ready" >&2

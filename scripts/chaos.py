@@ -37,8 +37,8 @@ At the end every worker gets SIGTERM, and the driver prints each invariant with 
   no object that something live names was ever missing (sampled every second through the run, each
   miss checked again before it counts);
   no object of a forgotten photo outlives the grace plus one collection pass (checked that long, plus a
-  lease TTL for a killed collector's claim, after the last forget, the end of the last fault and the
-  last job's end), and every forget ended in its `forgotten` events.
+  killed collector's claim, after the last forget, the end of the last fault and the last job's end),
+  and every forget ended in its `forgotten` events.
 
 It exits 0 when all hold. --json writes the figures (docs/reliability.md reports them).
 """
@@ -574,14 +574,13 @@ def main():
                 break
             time.sleep(1)
         drained_after = time.time() - start
-        # Collection: a forgotten photo's objects go within the grace plus one pass of its forget, of the
-        # end of the last fault (no pass runs while the database is away) or of the last job's end (a job
-        # of a forgotten photo, or one refused for naming an object being deleted, makes what it uploaded
-        # a candidate when its outcome is written), plus a lease TTL (a collector killed or cut off
-        # mid-pass holds its claim that long).
-        last_forget = max([f["at"] for f in eraser.forgets], default=time.time())
-        clock = max([last_forget, time.time()] + list(back.values()))
-        time.sleep(max(0, clock + ERASE_GRACE + ttl + GC_INTERVAL * 1.1 + 5 - time.time()))
+        # Collection: a forgotten photo's objects go within the grace plus one pass of the last of: its
+        # forget, the end of the last fault (no pass runs while the database is away) and the last job's
+        # end (a job of a forgotten photo, or one refused for naming an object being deleted, makes what
+        # it uploaded a candidate when its outcome is written), plus a claim (a collector killed or cut
+        # off mid-pass holds its objects that long). Every forget, fault and job has ended by now.
+        claim = max(ttl, 10)  # CollectionSettings.fit: a lease TTL, at least 10 s on local storage
+        time.sleep(ERASE_GRACE + claim + GC_INTERVAL * 1.1 + 5)
         eraser.check_named_objects(args.storage)
         for worker in workers:
             worker.sample()

@@ -15,6 +15,8 @@ public struct LocalDirectoryStore: ThumbnailStore {
 
   public var identity: String { "file://\(root.path)" }
 
+  public var longestOperationSeconds: Double { 0 }
+
   public func location(of key: String) -> String { root.appendingPathComponent(key).path }
 
   public func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> StoreOutcome {

@@ -70,6 +70,9 @@ public final class S3Store: ThumbnailStore {
 
   public var identity: String { location.identity }
 
+  /// Every request, retries included, runs against one deadline of `timeout`.
+  public var longestOperationSeconds: Double { timeout }
+
   public func location(of key: String) -> String { location.url(of: key) }
 
   static let cacheControl = "public, max-age=31536000, immutable"

@@ -26,6 +26,9 @@ public protocol ThumbnailStore: Sendable {
   /// The place itself, without credentials: `file:///dir` or `s3://bucket/prefix` (plus the endpoint when
   /// it is not AWS's). Renders are reused only from the same place.
   var identity: String { get }
+  /// The longest one `put` or `delete` may take, retries included, before it gives up (0: it does not
+  /// wait on anything but the local disk). Collection sizes its claims from it.
+  var longestOperationSeconds: Double { get }
 }
 
 /// One page of a listing.

@@ -60,6 +60,7 @@ public struct StorageSweep: Sendable {
     try await queue.gcAdopt(report.orphans.filter { !$0.recent }.map(\.key), graceSeconds: graceSeconds)
     var total = CollectionPass.Report()
     var settings = CollectionSettings(graceSeconds: graceSeconds)
+    settings.fit(to: store, leaseSeconds: settings.claimSeconds)
     settings.maxPerPass = 10_000
     while true {
       let pass = try await CollectionPass(queue: queue, store: store, workerID: workerID, settings: settings)

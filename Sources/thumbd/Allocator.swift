@@ -24,7 +24,11 @@ enum Allocator {
   /// defaults, 14,000 faults and 0.06-0.09 s in 0.96-0.98 s with these; peak RSS 91 against 95 MiB. Not
   /// for the worker: its threads' arenas would each keep their own peak, past the memory budget.
   static func keepFreedMemoryForReuse() {
-    _ = thumbd_malloc_keep_freed(256 << 20, 1 << 30)
+    // glibc before 2.35 refuses an mmap threshold over 32 MiB (and would keep the trim threshold,
+    // leaving its dynamic threshold off at 128 KiB): then 32 MiB, which still holds a 12 MP photo's planes.
+    if thumbd_malloc_keep_freed(256 << 20, 1 << 30) != 1 {
+      _ = thumbd_malloc_keep_freed(32 << 20, 1 << 30)
+    }
   }
 }
 

@@ -60,6 +60,45 @@ import ThumbCore
     }
   }
 
+  /// A progressive file cut short has no flat rows (every block has its first scan's DC): it is refused
+  /// whatever is missing, as are other files of several scans.
+  @Test func aProgressiveFileCutShortIsRefused() throws {
+    var image = PixelBuffer(width: 1200, height: 900, channels: 3)
+    for i in 0..<image.pixels.count { image.pixels[i] = UInt8(truncatingIfNeeded: i * 7 / 3) }
+    let progressive = try TurboCompressor().encode(image, quality: 85, subsampling: .s420, progressive: true)
+    #expect(TruncatedJPEG.scans(in: progressive) > 1)
+    #expect(try thumbnailer.render(progressive, variants: Profile.default.variants).0.warnings.isEmpty)
+    for cut in [progressive.count / 2, 64] {
+      #expect {
+        try thumbnailer.render(Array(progressive.dropLast(cut)), variants: Profile.default.variants)
+      } throws: { error in
+        (error as? JobError)?.code == .corruptImage
+          && (error as? JobError)?.message.contains("several scans") == true
+      }
+    }
+  }
+
+  /// libjpeg keeps its first warning's text only: a file whose entropy-coded data is damaged a little
+  /// (warned first) and that is also cut in half is still judged by its grey rows, and refused.
+  @Test func anEarlierWarningDoesNotHideTheEnd() throws {
+    var bytes = try photo()
+    for i in (bytes.count / 5)..<(bytes.count / 5 + 48) { bytes[i] = 0x00 }
+    let cut = Array(bytes.prefix(bytes.count / 2))
+    #expect {
+      try thumbnailer.render(cut, variants: Profile.default.variants)
+    } throws: { error in
+      (error as? JobError)?.code == .corruptImage
+        && (error as? JobError)?.message.contains("the file ends early") == true
+    }
+  }
+
+  /// Scans are counted in the picture's own data: a baseline file has one, whatever its EXIF thumbnail.
+  @Test(.enabled(if: SharedCorpus.isAvailable, Comment(rawValue: SharedCorpus.skipReason)))
+  func scansAreThePicturesOwn() throws {
+    #expect(TruncatedJPEG.scans(in: try SharedCorpus.bytes("phone/drewnoakes__Apple_iPhone_6.jpg")) == 1)
+    #expect(TruncatedJPEG.scans(in: try photo()) == 1)
+  }
+
   /// The missing rows are the bottom rows flat at 128 in every plane, counted in the decode's rows.
   @Test func missingRowsAreTheFlatGreyRowsAtTheBottom() {
     var luma = Plane(width: 8, height: 10, stride: 8, rows: 10)

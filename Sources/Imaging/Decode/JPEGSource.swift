@@ -29,13 +29,19 @@ struct JPEGSource: SourceDecoder {
   func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
     let denominator = RenderPlanner.decodeDenominator(requiredScale: requiredScale, margin: margin)
     let result = data.withUnsafeBytes { bytes in
-      Result { () throws(JobError) -> (image: PlanarImage, truncated: Bool) in
+      Result { () throws(JobError) -> (image: PlanarImage, warned: Bool) in
         try decompressor.decodePlanes(bytes, header: jpegHeader, denominator: denominator)
       }
     }
-    let (image, truncated) = try result.get()
+    let (image, warned) = try result.get()
     // An upload cut short: rendered with a warning when little is missing (TruncatedJPEG).
-    let warnings = truncated ? [try TruncatedJPEG.judge(image, height: jpegHeader.size.height)] : []
+    var warnings: [RenderWarning] = []
+    if warned,
+      let warning = try TruncatedJPEG.judge(
+        image, file: data, said: decompressor.warning, height: jpegHeader.size.height)
+    {
+      warnings.append(warning)
+    }
     return DecodedSource(
       image: image, reduction: "1/\(denominator)", denominator: denominator, warnings: warnings)
   }

@@ -3,8 +3,8 @@ import ThumbCore
 /// A JPEG that ends before its last scan does, as an upload cut short leaves it. libjpeg warns
 /// ("Premature end of JPEG file") and decodes every block it never received as zero coefficients: flat
 /// mid-grey, 128 in every component, from the first missing block to the bottom. Browsers and libvips
-/// show such a file with its grey; thumbd renders it too when the grey is a thin strip and refuses it as
-/// `corrupt_image` otherwise.
+/// show such a file with its grey; thumbd renders it too when the grey is a thin strip of a single-scan
+/// (baseline) file and refuses it as `corrupt_image` otherwise.
 ///
 /// The threshold is from cuts of real phone JPEGs (12-16 MP, 2.6-4.2 MB; docs/imaging.md): losing up to
 /// 4 KB left no grey row at all, 32 KB left 0.5-2% of the rows grey, a tenth of the file 7-15%, half of
@@ -32,23 +32,63 @@ enum TruncatedJPEG {
     return missing
   }
 
-  /// The warning for a decode libjpeg reported cut short, or `corrupt_image` when too much is missing.
+  /// After a decode libjpeg warned about (`said`: its first warning): nil when the file did not end
+  /// early (a harmless warning: stray bytes between markers); a warning when it did and little is
+  /// missing; `corrupt_image` when more is missing, or when the file has more than one scan (a
+  /// progressive file cut short is complete but blurred from the cut down, with no flat rows to count).
   /// `image` is the decode (at any DCT scale); `height` the picture's full stored height.
-  static func judge(_ image: PlanarImage, height: Int) throws(JobError) -> RenderWarning {
-    let share = Double(missingRows(image)) / Double(max(image.size.height, 1))
+  static func judge(
+    _ image: PlanarImage, file: [UInt8], said: String, height: Int
+  ) throws(JobError)
+    -> RenderWarning?
+  {
+    let missing = missingRows(image)
+    // libjpeg keeps the first warning's text: an early end after a harmless warning shows as rows only.
+    guard said.contains("Premature end") || missing > 0 else { return nil }
+    if scans(in: file) > 1 {
+      throw JobError(.corruptImage, "JPEG data: the file ends early, and it has several scans (progressive)")
+    }
+    let share = Double(missing) / Double(max(image.size.height, 1))
     let rows = Int((share * Double(height)).rounded())
     let percent = share * 100
     guard share <= maxMissingShare else {
       throw JobError(
         .corruptImage,
-        "JPEG data: the file ends early and the bottom \(formatted(percent))% of the picture is missing "
+        "JPEG data: the file ends early and \(formatted(percent))% of the picture is missing "
           + "(at most \(formatted(maxMissingShare * 100))% is rendered)")
     }
     let message =
       rows == 0
-      ? "the file ends early: less than one row of the picture is missing"
-      : "the file ends early: the bottom \(rows) of \(height) rows (\(formatted(percent))%) are missing and shown grey"
+      ? "the file ends early: less than one row of blocks of the picture is missing"
+      : "the file ends early: \(formatted(percent))% of the picture (its last \(rows) of \(height) rows as "
+        + "stored) is missing and shown grey"
     return RenderWarning(code: RenderWarning.truncatedImage, message: message)
+  }
+
+  /// The picture's start-of-scan markers: its segments walked from SOI (an embedded EXIF thumbnail, a
+  /// JPEG of its own inside APP1, is skipped with its segment), each scan's entropy-coded data skipped
+  /// up to the next marker (a 0xFF not followed by a stuffed 0 or a restart marker).
+  static func scans(in file: [UInt8]) -> Int {
+    var count = 0
+    var index = 2
+    while index + 3 < file.count, file[index] == 0xFF {
+      let marker = file[index + 1]
+      switch marker {
+      case 0xFF: index += 1
+      case 0xD9: return count
+      case 0x01, 0xD0...0xD7: index += 2
+      default:
+        index += 2 + (Int(file[index + 2]) << 8 | Int(file[index + 3]))
+        guard marker == 0xDA else { continue }
+        count += 1
+        while index + 1 < file.count,
+          !(file[index] == 0xFF && file[index + 1] != 0 && !(0xD0...0xD7).contains(file[index + 1]))
+        {
+          index += 1
+        }
+      }
+    }
+    return count
   }
 
   private static func formatted(_ value: Double) -> String {

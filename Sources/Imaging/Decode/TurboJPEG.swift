@@ -46,19 +46,19 @@ final class TurboDecompressor: @unchecked Sendable {
   /// chroma upsampling (the resampler takes chroma at its own size); grey as one plane; CMYK and RGB
   /// JPEGs, which have no YCbCr to keep, through an interleaved decode.
   ///
-  /// `truncated`: libjpeg warned that the data ended early (TruncatedJPEG judges what arrived).
+  /// `warned`: libjpeg warned (TruncatedJPEG judges whether the data ended early, and what arrived).
   func decodePlanes(
     _ data: UnsafeRawBufferPointer, header: Header, denominator: Int
-  ) throws(JobError) -> (image: PlanarImage, truncated: Bool) {
+  ) throws(JobError) -> (image: PlanarImage, warned: Bool) {
     let scaled = Self.scaledSize(header.size, denominator: denominator)
     if header.isCMYK || header.colorspace == Int32(TJCS_RGB.rawValue) {
-      let (image, truncated) = try decodeInterleaved(data, header: header, denominator: denominator)
+      let (image, warned) = try decodeInterleaved(data, header: header, denominator: denominator)
       let planes = image.pixels.withUnsafeBufferPointer {
         PlanarImage(
           interleaved: $0.baseAddress!, size: image.size, stride: image.rowBytes,
           model: image.channels == 4 ? .invertedCMYK : .rgb)
       }
-      return (planes, truncated)
+      return (planes, warned)
     }
     let gray = header.subsampling == Int32(TJSAMP_GRAY.rawValue)
     let componentCount = gray ? 1 : 3
@@ -91,8 +91,8 @@ final class TurboDecompressor: @unchecked Sendable {
         }
       }
     }
-    let truncated = try check(status)
-    return (PlanarImage(model: gray ? .gray : .yCbCr, planes: planes, subsampling: subsampling), truncated)
+    let warned = try check(status)
+    return (PlanarImage(model: gray ? .gray : .yCbCr, planes: planes, subsampling: subsampling), warned)
   }
 
   /// An interleaved decode: RGB, or CMYK (four channels, inverted as stored) for CMYK/YCCK files. A file
@@ -100,14 +100,16 @@ final class TurboDecompressor: @unchecked Sendable {
   func decode(
     _ data: UnsafeRawBufferPointer, header: Header, denominator: Int
   ) throws(JobError) -> PixelBuffer {
-    let (image, truncated) = try decodeInterleaved(data, header: header, denominator: denominator)
-    if truncated { throw JobError(.corruptImage, "JPEG data: the file ends early") }
+    let (image, warned) = try decodeInterleaved(data, header: header, denominator: denominator)
+    if warned && warning.contains("Premature end") {
+      throw JobError(.corruptImage, "JPEG data: the file ends early")
+    }
     return image
   }
 
   private func decodeInterleaved(
     _ data: UnsafeRawBufferPointer, header: Header, denominator: Int
-  ) throws(JobError) -> (PixelBuffer, truncated: Bool) {
+  ) throws(JobError) -> (PixelBuffer, warned: Bool) {
     let scaled = Self.scaledSize(header.size, denominator: denominator)
     let channels = header.isCMYK ? 4 : 3
     let format = header.isCMYK ? TJPF_CMYK : TJPF_RGB
@@ -125,17 +127,20 @@ final class TurboDecompressor: @unchecked Sendable {
     )
   }
 
-  /// An error throws; a warning (TJERR_WARNING) still produced an image. Returns whether the warning
-  /// says the data ended early (the blocks that never arrived are grey); other warnings (stray bytes
-  /// between markers) are harmless.
+  /// An error throws; a warning (TJERR_WARNING) still produced an image. Returns whether libjpeg
+  /// warned at all: the caller looks for rows that never arrived (TruncatedJPEG), since libjpeg keeps the
+  /// text of the first warning only, and a file with stray bytes between markers (harmless) may also
+  /// end early.
   private func check(_ status: Int32) throws(JobError) -> Bool {
     guard status != 0 else { return false }
-    let message = lastError
     guard tjGetErrorCode(handle) == TJERR_WARNING.rawValue else {
-      throw JobError(.corruptImage, "JPEG data: \(message)")
+      throw JobError(.corruptImage, "JPEG data: \(lastError)")
     }
-    return message.contains("Premature end")
+    return true
   }
+
+  /// The first warning's text, after a decode that warned.
+  var warning: String { lastError }
 
   /// The size libjpeg produces at 1/denominator: rounded up (TJSCALED).
   static func scaledSize(_ size: PixelSize, denominator d: Int) -> PixelSize {

@@ -1,7 +1,7 @@
 -- name: complete_jobs
 -- Marks the jobs succeeded (with their ThumbHash, render key, the job whose variants they reused, if
 -- any, and their stage times) and inserts their variant rows in one statement: for each job both happen
--- or neither does. $1, $2, $10 to $13 are one entry per job; $3 to $9 one per variant, $3 naming its
+-- or neither does. $1, $2, $10 to $15 are one entry per job; $3 to $9 one per variant, $3 naming its
 -- job. Returns the ids written; a job missing from the answer lost its lease, and its variant rows were
 -- not inserted either.
 --

@@ -3,7 +3,7 @@ public import Foundation
 /// Reads and validates the JSON of `thumbs.profiles.spec`:
 /// `{"variants": [{"name": "large", "width": 1600, "height": 1600, "fit": "inside", "format": "jpeg",
 /// "quality": 82}, ...]}`. `fit` (inside, cover, fill) defaults to `inside`, `format` (jpeg, webp, png,
-/// auto) to `jpeg`, `quality` to 82, `subsampling` ("4:2:0" or "4:4:4", JPEG only) to "4:2:0",
+/// avif, auto) to `jpeg`, `quality` to 82, `subsampling` ("4:2:0" or "4:4:4", JPEG only) to "4:2:0",
 /// `progressive` (JPEG only) to false, `speed` (0-9, AVIF only) to 8, `crop` (centre, attention, entropy; `fit: cover` only) to centre.
 /// Unknown keys are refused, so a misspelt option is not ignored.
 /// Every problem is reported with the variant and field it concerns, since operators write these by hand.

@@ -35,9 +35,9 @@ struct Collector: Service, WithServiceContext {
         return
       }
       var settings = CollectionSettings(graceSeconds: config.eraseGraceSeconds)
-      // A claim lasts as long as a job's lease: a collector killed or cut off mid-pass holds up the
-      // erasures waiting on its objects no longer than a dead worker holds up its jobs.
-      settings.claimSeconds = config.leaseSeconds
+      // A claim lasts about as long as a job's lease: a collector killed or cut off mid-pass holds up
+      // the erasures waiting on its objects no longer than a dead worker holds up its jobs.
+      settings.fit(to: store, leaseSeconds: config.leaseSeconds)
       // Workers started together do not all collect at once.
       var wait = Double.random(in: 0..<min(config.gcIntervalSeconds, 5))
       while !ending.isResolved {
@@ -90,9 +90,23 @@ public struct CollectionSettings: Sendable {
   public var concurrency = 8
   /// Objects one pass deletes at most; the rest wait for the next pass.
   public var maxPerPass = 2000
-  /// A claim this old is taken to belong to a dead collector. Deleting an object twice is harmless, so a
-  /// claim that runs out while its deletes are still going costs a repeated delete, never a wrong one.
+  /// A claim this old is taken to belong to a dead collector, and another collector takes its objects.
   public var claimSeconds = 60.0
+  /// The longest one delete may take (ThumbnailStore.longestOperationSeconds). A pass starts no delete
+  /// later than this, plus a margin, before its claim runs out: a delete still going when another
+  /// collector has taken the object, deleted it and recorded it could remove the same content stored
+  /// again by a job leased after that record.
+  public var storageOperationSeconds = 0.0
+
+  /// How long after its claim a pass may still start deleting the claimed objects.
+  public var deleteWindowSeconds: Double { claimSeconds - storageOperationSeconds - 5 }
+
+  /// Claims of a lease TTL, and long enough that the delete window is at least the longest delete plus
+  /// 5 s (on S3, whose requests give up after 30 s: 70 s).
+  public mutating func fit(to store: any ThumbnailStore, leaseSeconds: Double) {
+    storageOperationSeconds = store.longestOperationSeconds
+    claimSeconds = max(leaseSeconds, 2 * storageOperationSeconds + 10)
+  }
   /// How long a pass waits for the jobs leased before its fence to end.
   public var fenceWaitSeconds = 30.0
   /// An object the storage did not delete is tried again after this long.
@@ -144,6 +158,7 @@ public struct CollectionPass: Sendable {
     try await queue.gcFence()
     let deadline = ContinuousClock.now + .seconds(settings.fenceWaitSeconds)
     while report.deleted + report.failed < settings.maxPerPass, !stopping() {
+      let claimed = ContinuousClock.now
       let keys = try await queue.gcClaim(
         workerID: workerID, batch: settings.batch, claimSeconds: settings.claimSeconds)
       if keys.isEmpty {
@@ -153,7 +168,8 @@ public struct CollectionPass: Sendable {
         try? await Task.sleep(for: .milliseconds(250))
         continue
       }
-      let (deleted, failures) = await delete(keys)
+      // Objects whose delete could not start within the window stay claimed until the claim runs out.
+      let (deleted, failures) = await delete(keys, startBy: claimed + .seconds(settings.deleteWindowSeconds))
       try await queue.gcDeleted(deleted)
       try await queue.gcFailed(failures.map { ($0.key, $0.error.message, settings.retrySeconds) })
       report.deleted += deleted.count
@@ -169,14 +185,15 @@ public struct CollectionPass: Sendable {
     return report
   }
 
-  /// Deletes the objects, `settings.concurrency` at a time.
-  private func delete(_ keys: [String]) async -> (deleted: [String], failed: [(key: String, error: JobError)])
-  {
+  /// Deletes the objects, `settings.concurrency` at a time, none started after `startBy`.
+  private func delete(
+    _ keys: [String], startBy: ContinuousClock.Instant
+  ) async -> (deleted: [String], failed: [(key: String, error: JobError)]) {
     let store = self.store
     return await withTaskGroup(of: (String, JobError?).self) { group in
       var next = keys.makeIterator()
       func add() -> Bool {
-        guard let key = next.next() else { return false }
+        guard ContinuousClock.now < startBy, let key = next.next() else { return false }
         group.addTask {
           do throws(JobError) {
             try await store.delete(key: key)
