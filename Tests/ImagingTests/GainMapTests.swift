@@ -14,12 +14,13 @@ import ThumbCore
   /// offset being 0. CIPA DC-007: an IFD whose tag 0xB002 holds 16-byte entries (attributes, size,
   /// offset from the MPF header, two dependent-image numbers), little or big endian.
   static func multiPictureImages(_ jpeg: [UInt8]) -> [(offset: Int, size: Int)] {
-    var pos = 2
-    while pos + 4 <= jpeg.count, jpeg[pos] == 0xFF, jpeg[pos + 1] != 0xDA {
-      let length = Int(jpeg[pos + 2]) << 8 | Int(jpeg[pos + 3])
-      let body = pos + 4
-      if jpeg[pos + 1] == 0xE2, Array(jpeg[body..<body + 4]) == Array("MPF\0".utf8) {
-        let tiff = body + 4
+    var images: [(offset: Int, size: Int)] = []
+    jpeg.withUnsafeBytes { file in
+      JPEGSegments.forEach(file) { marker, payload in
+        guard marker == 0xE2, payload.count > 8, payload.prefix(4).elementsEqual("MPF\0".utf8) else {
+          return true
+        }
+        let tiff = file.baseAddress!.distance(to: payload.baseAddress!) + 4
         let little = jpeg[tiff] == 0x49
         func read(_ at: Int, _ bytes: Int) -> Int {
           (0..<bytes).reduce(0) { value, i in
@@ -31,15 +32,15 @@ import ThumbCore
           let field = ifd + 2 + entry * 12
           guard read(field, 2) == 0xB002 else { continue }
           let entries = tiff + read(field + 8, 4)
-          return (0..<read(field + 4, 4) / 16).map { n in
+          images = (0..<read(field + 4, 4) / 16).map { n in
             let offset = read(entries + n * 16 + 8, 4)
             return (offset: offset == 0 ? 0 : tiff + offset, size: read(entries + n * 16 + 4, 4))
           }
         }
+        return false
       }
-      pos += 2 + length
     }
-    return []
+    return images
   }
 
   /// A Pixel Ultra HDR JPEG: the primary image, then its gain map as a second JPEG the MPF segment

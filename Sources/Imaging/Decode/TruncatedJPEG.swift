@@ -45,7 +45,7 @@ enum TruncatedJPEG {
     let missing = missingRows(image)
     // libjpeg keeps the first warning's text: an early end after a harmless warning shows as rows only.
     guard said.contains("Premature end") || missing > 0 else { return nil }
-    if scans(in: file) > 1 {
+    if file.withUnsafeBytes(JPEGSegments.scanCount) > 1 {
       throw JobError(.corruptImage, "JPEG data: the file ends early, and it has several scans (progressive)")
     }
     let share = Double(missing) / Double(max(image.size.height, 1))
@@ -63,32 +63,6 @@ enum TruncatedJPEG {
       : "the file ends early: \(formatted(percent))% of the picture (its last \(rows) of \(height) rows as "
         + "stored) is missing and shown grey"
     return RenderWarning(code: RenderWarning.truncatedImage, message: message)
-  }
-
-  /// The picture's start-of-scan markers: its segments walked from SOI (an embedded EXIF thumbnail, a
-  /// JPEG of its own inside APP1, is skipped with its segment), each scan's entropy-coded data skipped
-  /// up to the next marker (a 0xFF not followed by a stuffed 0 or a restart marker).
-  static func scans(in file: [UInt8]) -> Int {
-    var count = 0
-    var index = 2
-    while index + 3 < file.count, file[index] == 0xFF {
-      let marker = file[index + 1]
-      switch marker {
-      case 0xFF: index += 1
-      case 0xD9: return count
-      case 0x01, 0xD0...0xD7: index += 2
-      default:
-        index += 2 + (Int(file[index + 2]) << 8 | Int(file[index + 3]))
-        guard marker == 0xDA else { continue }
-        count += 1
-        while index + 1 < file.count,
-          !(file[index] == 0xFF && file[index + 1] != 0 && !(0xD0...0xD7).contains(file[index + 1]))
-        {
-          index += 1
-        }
-      }
-    }
-    return count
   }
 
   private static func formatted(_ value: Double) -> String {

@@ -2,9 +2,12 @@
 /// bounds-checked: the bytes come from strangers, and anything malformed ends the walk.
 public enum JPEGSegments {
   /// Calls `body` with each segment's marker and payload (after the length), until the first scan, the
-  /// end, a malformed segment, or `body` returning false.
+  /// end, a malformed segment, or `body` returning false. `throughScans`: on past each scan too (SOS
+  /// segments included), its entropy-coded data skipped up to the next marker (in that data a 0xFF is
+  /// followed by a stuffed 0 or a restart marker, so anything else is a marker).
   public static func forEach(
-    _ data: UnsafeRawBufferPointer, _ body: (UInt8, UnsafeRawBufferPointer) -> Bool
+    _ data: UnsafeRawBufferPointer, throughScans: Bool = false,
+    _ body: (UInt8, UnsafeRawBufferPointer) -> Bool
   ) {
     guard data.count >= 4, data[0] == 0xFF, data[1] == 0xD8 else { return }
     var pos = 2
@@ -19,13 +22,31 @@ public enum JPEGSegments {
         pos += 2
         continue
       }
-      if marker == 0xDA || marker == 0xD9 { return }  // SOS, EOI: the header is over
+      if marker == 0xD9 || (marker == 0xDA && !throughScans) { return }  // EOI, or SOS: the header is over
       let length = Int(data[pos + 2]) << 8 | Int(data[pos + 3])
       guard length >= 2, pos + 2 + length <= data.count else { return }
       let payload = UnsafeRawBufferPointer(rebasing: data[(pos + 4)..<(pos + 2 + length)])
       if !body(marker, payload) { return }
       pos += 2 + length
+      if marker == 0xDA {
+        while pos + 1 < data.count,
+          !(data[pos] == 0xFF && data[pos + 1] != 0 && !(0xD0...0xD7).contains(data[pos + 1]))
+        {
+          pos += 1
+        }
+      }
     }
+  }
+
+  /// The picture's scans (SOS segments): one for a baseline file, several for a progressive or
+  /// non-interleaved one. An embedded EXIF thumbnail, a JPEG inside APP1, is skipped with its segment.
+  public static func scanCount(_ data: UnsafeRawBufferPointer) -> Int {
+    var count = 0
+    forEach(data, throughScans: true) { marker, _ in
+      if marker == 0xDA { count += 1 }
+      return true
+    }
+    return count
   }
 
   /// The embedded ICC profile: APP2 segments tagged "ICC_PROFILE\0", each with its sequence number and

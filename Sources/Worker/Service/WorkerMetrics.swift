@@ -28,8 +28,9 @@ final class WorkerMetrics: Sendable {
 
   private let factory: any MetricsFactory
   private let totals = Mutex(WorkerCounters())
-  private let jobs: Mutex<[String: Counter]> = Mutex([:])
-  private let warnings: Mutex<[String: Counter]> = Mutex([:])
+  /// Counters whose labels are known only when they are first counted (an error or warning code),
+  /// by label and dimensions.
+  private let labelled: Mutex<[String: Counter]> = Mutex([:])
   private let stages: [Stage: Timer]
   private let downloadBytes: Counter
   private let leasesLost: Counter
@@ -103,28 +104,25 @@ final class WorkerMetrics: Sendable {
       case .handedBack: $0.handedBack += 1
       }
     }
-    let codeLabel = code?.rawValue ?? "none"
-    let counter = jobs.withLock { counters in
-      let key = "\(outcome.rawValue)/\(codeLabel)"
-      if let counter = counters[key] { return counter }
-      let counter = Counter(
-        label: "thumbd_jobs_total", dimensions: [("outcome", outcome.rawValue), ("error_code", codeLabel)],
-        factory: factory)
-      counters[key] = counter
-      return counter
-    }
-    counter.increment()
+    counter(
+      "thumbd_jobs_total", [("outcome", outcome.rawValue), ("error_code", code?.rawValue ?? "none")]
+    ).increment()
   }
 
   /// A job that succeeded with a warning (RenderWarning: a JPEG cut short, rendered).
   func warned(code: String) {
-    warnings.withLock { counters in
-      if let counter = counters[code] { return counter }
-      let counter = Counter(
-        label: "thumbd_job_warnings_total", dimensions: [("code", code)], factory: factory)
-      counters[code] = counter
+    counter("thumbd_job_warnings_total", [("code", code)]).increment()
+  }
+
+  /// The counter of `label` with `dimensions`, made the first time it is asked for.
+  private func counter(_ label: String, _ dimensions: [(String, String)]) -> Counter {
+    let key = ([label] + dimensions.map { "\($0.0)=\($0.1)" }).joined(separator: "/")
+    return labelled.withLock { counters in
+      if let counter = counters[key] { return counter }
+      let counter = Counter(label: label, dimensions: dimensions, factory: factory)
+      counters[key] = counter
       return counter
-    }.increment()
+    }
   }
 
   func leaseLost() {
