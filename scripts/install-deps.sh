@@ -35,6 +35,10 @@ test_packages=(
   chromium
   iptables
   libjpeg-turbo-progs
+  # HEIFDifferentialTests code their matrix of HEIF pictures with the x265 command line, from test
+  # patterns ffmpeg draws.
+  x265
+  ffmpeg
 )
 if ! $demo_only; then packages+=("${test_packages[@]}"); fi
 

@@ -196,6 +196,22 @@ static struct heif_error to_heif_image(const AVFrame *frame, struct heif_image *
       memcpy(dst + (size_t)y * stride, src + (size_t)y * frame->linesize[p], (size_t)w * bytes_per_sample);
     }
   }
+  // The stream's colour description (its VUI, or H.265's inferences: limited range, the rest
+  // unspecified), as libde265's plugin gives it: libheif uses it where the item has no nclx box of its own.
+  struct heif_color_profile_nclx *nclx = heif_nclx_color_profile_alloc();
+  if (nclx != NULL) {
+    int full = frame->color_range == AVCOL_RANGE_JPEG || frame->format == AV_PIX_FMT_YUVJ420P ||
+               frame->format == AV_PIX_FMT_YUVJ422P || frame->format == AV_PIX_FMT_YUVJ444P;
+    nclx->full_range_flag = (uint8_t)full;
+    // libavcodec's AVColorPrimaries, AVColorTransferCharacteristic and AVColorSpace are H.273's numbers.
+    if (frame->color_primaries != AVCOL_PRI_RESERVED0) {
+      heif_nclx_color_profile_set_color_primaries(nclx, (uint16_t)frame->color_primaries);
+    }
+    heif_nclx_color_profile_set_transfer_characteristics(nclx, (uint16_t)frame->color_trc);
+    heif_nclx_color_profile_set_matrix_coefficients(nclx, (uint16_t)frame->colorspace);
+    heif_image_set_nclx_color_profile(image, nclx);
+    heif_nclx_color_profile_free(nclx);
+  }
   *out = image;
   return success;
 }

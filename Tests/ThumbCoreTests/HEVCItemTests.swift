@@ -32,7 +32,10 @@ import Testing
       HEVCItem(
         tiles: [], parameterSets: [], lengthSize: 4, chromaFormat: 1, lumaBits: 8, chromaBits: 8, columns: 1,
         rows: 1, tileSize: PixelSize(width: 1, height: 1), size: PixelSize(width: 1, height: 1), crop: nil,
-        transforms: transforms, matrix: nil
+        transforms: transforms, nclx: nil,
+        sequence: HEVCSequenceParameters(
+          chromaFormat: 1, separateColourPlanes: false, codedWidth: 8, codedHeight: 8,
+          window: (0, 0, 0, 0), lumaBits: 8, chromaBits: 8, signal: VideoSignal())
       ).orientation
     }
     #expect(orientation([]) == .up)

@@ -23,6 +23,8 @@ final class HEIFSource: SourceDecoder {
   /// is in its stored orientation, before the turns, which the output stage applies.
   private let tiled: (item: HEVCItem, coding: YCbCrCoding)?
   var usesTiles: Bool { tiled != nil }
+  /// Why an HEVC picture goes through libheif rather than thumbd's own route (said in --verbose).
+  private(set) var libheifReason: String?
 
   /// libheif sets up its codec and colour-conversion tables on first use; done once, up front, because
   /// doing it lazily from several threads at once has crashed (libheif issues 950, 957).
@@ -79,25 +81,37 @@ final class HEIFSource: SourceDecoder {
     }
     codedSize = PixelSize(width: max(coded.width, size.width), height: max(coded.height, size.height))
     let hasAlpha = heif_image_handle_has_alpha_channel(handle) != 0
-    tiled = hasAlpha || !tiles ? nil : Self.tiledRoute(data, context: context, displayed: size)
+    let item = Self.hevcItem(data, context: context)
+    switch item.map(HEVCTiles.route(of:)) {
+    case .own(let coding)? where tiles && !hasAlpha:
+      if let item, item.displayedSize == size {
+        tiled = (item, coding)
+      } else {
+        tiled = nil
+        libheifReason = "libheif shows it at \(size), the route at \(item?.displayedSize ?? size)"
+      }
+    case .own?:
+      tiled = nil
+      libheifReason = hasAlpha ? "alpha" : "asked for"
+    case .libheif(let reason)?:
+      tiled = nil
+      libheifReason = reason
+    case nil:
+      tiled = nil
+    }
     header = SourceHeader(
       format: format,
       storedSize: tiled.map { $0.item.orientation.uprightSize(of: $0.item.displayedSize) } ?? size,
-      orientation: tiled?.item.orientation ?? .up, hasAlpha: hasAlpha, color: Self.color(of: handle))
+      orientation: tiled?.item.orientation ?? .up, hasAlpha: hasAlpha,
+      color: Self.color(of: handle, stream: item?.signal))
     made = true
   }
 
-  /// The primary picture's description for HEVCTiles, when that route decodes it and agrees with
-  /// libheif on its displayed size.
-  private static func tiledRoute(
-    _ data: [UInt8], context: OpaquePointer, displayed: PixelSize
-  ) -> (item: HEVCItem, coding: YCbCrCoding)? {
+  /// The primary picture as an HEVC item (a coded picture or a grid of them), when it is one.
+  private static func hevcItem(_ data: [UInt8], context: OpaquePointer) -> HEVCItem? {
     var id: heif_item_id = 0
-    guard heif_context_get_primary_image_ID(context, &id).code == heif_error_Ok,
-      let item = HEVCItem.read(data, item: id), item.displayedSize == displayed,
-      let coding = HEVCTiles.coding(of: item)
-    else { return nil }
-    return (item, coding)
+    guard heif_context_get_primary_image_ID(context, &id).code == heif_error_Ok else { return nil }
+    return HEVCItem.read(data, item: id)
   }
 
   deinit {
@@ -114,6 +128,7 @@ final class HEIFSource: SourceDecoder {
       let image = try HEVCTiles.decode(tiled.item, coding: tiled.coding, file: file, skipLoopFilters: skip)
       return DecodedSource(image: image, reduction: skip ? "1/1, loop filters skipped" : "1/1")
     }
+    let via = libheifReason.map { " (libheif: \($0))" } ?? ""
     let full = header.storedSize
     let needed = PixelSize(
       width: Int((Double(full.width) * requiredScale).rounded(.up)),
@@ -136,21 +151,22 @@ final class HEIFSource: SourceDecoder {
     }
     defer { for c in candidates { heif_image_handle_release(c.handle) } }
 
-    let image = try Self.decodePlanes(chosen, maxPixels: codedSize.pixels)
+    let image = try Self.decodePlanes(chosen, codedSize: codedSize)
     return DecodedSource(
-      image: image, reduction: thumbnail != nil ? "thumbnail \(image.size)" : "1/1")
+      image: image, reduction: (thumbnail != nil ? "thumbnail \(image.size)" : "1/1") + via)
   }
 
   /// The picture of `handle` as RGB(A) planes, converted by libheif: what HEVCTiles does not decode
   /// (AVIF, alpha, more than 8 bits, unusual matrices or crops, an embedded thumbnail).
-  static func decodePlanes(_ handle: OpaquePointer, maxPixels: Int) throws(JobError) -> PlanarImage {
+  static func decodePlanes(_ handle: OpaquePointer, codedSize: PixelSize) throws(JobError) -> PlanarImage {
     guard let options = heif_decoding_options_alloc() else {
       throw JobError(.internalError, "heif_decoding_options_alloc failed")
     }
     defer { heif_decoding_options_free(options) }
     options.pointee.convert_hdr_to_8bit = 1
-    // One HEVC decoder context for every tile of a grid; no coded picture larger than the image.
-    thumbd_hevc_begin(Int64(maxPixels), 0)
+    // One HEVC decoder context for every tile of a grid; no coded picture larger than the image, once
+    // padded as libavcodec pads it (HEVCTiles.codedLimit).
+    thumbd_hevc_begin(HEVCTiles.codedLimit(codedSize), 0)
     defer { thumbd_hevc_end() }
     let alpha = heif_image_handle_has_alpha_channel(handle) != 0
     var image: OpaquePointer?
@@ -193,7 +209,9 @@ final class HEIFSource: SourceDecoder {
     return result
   }
 
-  private static func color(of handle: OpaquePointer) -> ColorDescription {
+  /// The colour box's description, else the HEVC stream's VUI primaries and transfer (`stream`), else
+  /// none.
+  private static func color(of handle: OpaquePointer, stream: VideoSignal?) -> ColorDescription {
     let type = heif_image_handle_get_color_profile_type(handle)
     if type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC {
       let size = heif_image_handle_get_raw_color_profile_size(handle)
@@ -211,6 +229,9 @@ final class HEIFSource: SourceDecoder {
         return .unspecified
       }
       return .nclx(primaries, TransferCurve(h273: Int(nclx.pointee.transfer_characteristics.rawValue)))
+    }
+    if let stream, let primaries = ColorPrimaries(h273: stream.primaries) {
+      return .nclx(primaries, TransferCurve(h273: stream.transfer))
     }
     return .unspecified
   }

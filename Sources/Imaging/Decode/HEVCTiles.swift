@@ -2,20 +2,53 @@ import CHEVCDecoder
 import ThumbCore
 
 /// thumbd's own route for HEIC's HEVC pictures: every tile decoded by libavcodec (CHEVCDecoder) straight
-/// into the picture's Y, Cb and Cr planes, the clean aperture cut while the tiles are placed, and the
-/// turns (irot, imir) left to the output stage as an orientation, as for a JPEG's EXIF. libheif 1.15
+/// into the picture's Y, Cb and Cr planes (a grid's partial edge tiles cut while they are placed), and
+/// the turns (irot) left to the output stage as an orientation, as for a JPEG's EXIF. libheif 1.15
 /// instead converts each tile to RGB, assembles the grid in RGB and turns the whole picture, which
 /// costs about as much as decoding it.
 enum HEVCTiles {
-  /// Whether `item` is a picture this route decodes: 8-bit, 4:2:0, 4:2:2 or 4:4:4, a matrix thumbd
-  /// knows, turned by `irot` only. A clean aperture (`clap`) or a mirror (`imir`) goes through libheif:
-  /// what phones write has neither, and both wait for files that prove the route agrees with libheif.
-  static func coding(of item: HEVCItem) -> YCbCrCoding? {
-    guard item.lumaBits == 8, item.chromaBits == 8, (1...3).contains(item.chromaFormat) else { return nil }
-    guard item.crop == nil, item.transforms.allSatisfy({ if case .rotation = $0 { true } else { false } })
-    else { return nil }
-    guard let matrix = item.matrix else { return .jfif }
-    return YCbCrCoding(h273: matrix.coefficients, fullRange: matrix.fullRange)
+  /// How the route turns `item`'s samples into RGB, or why it leaves the picture to libheif: it decodes
+  /// 8-bit 4:2:0, 4:2:2 and 4:4:4 pictures whose tiles decode to the size their `ispe` states, with a
+  /// matrix thumbd knows, turned by `irot`. Range and matrix come from the `nclx` box, else the stream's
+  /// VUI, else H.265's defaults (HEVCItem.signal), as libheif takes them. Anything else (more bits,
+  /// monochrome, a crop, a mirror, a tile whose SPS says another size) goes to libheif, which the
+  /// differential tests (HEIFDifferentialTests) hold both routes to.
+  static func route(of item: HEVCItem) -> Route {
+    let sps = item.sequence
+    guard item.lumaBits == 8, item.chromaBits == 8, sps.lumaBits == 8, sps.chromaBits == 8 else {
+      return .libheif("\(max(item.lumaBits, sps.lumaBits))-bit samples")
+    }
+    guard (1...3).contains(item.chromaFormat), sps.chromaFormat == item.chromaFormat,
+      !sps.separateColourPlanes
+    else { return .libheif(item.chromaFormat == 0 ? "monochrome" : "chroma format \(sps.chromaFormat)") }
+    guard sps.outputWidth == item.tileSize.width, sps.outputHeight == item.tileSize.height else {
+      return .libheif("tiles decode to \(sps.outputWidth)x\(sps.outputHeight), ispe says \(item.tileSize)")
+    }
+    // A clean aperture and a mirror stay libheif's: on the generated matrix the route drew a mirrored
+    // picture and half-pixel crop edges otherwise than libheif 1.15 (which also crops a grid after
+    // upsampling its chroma, a single picture before), and libheif is the reference.
+    if item.crop != nil { return .libheif("clean aperture") }
+    if item.transforms.contains(where: { if case .mirror = $0 { true } else { false } }) {
+      return .libheif("mirror")
+    }
+    let signal = item.signal
+    guard let coding = YCbCrCoding(h273: signal.matrix, fullRange: signal.fullRange) else {
+      return .libheif("matrix \(signal.matrix)")
+    }
+    return .own(coding)
+  }
+
+  enum Route: Equatable {
+    case own(YCbCrCoding)
+    /// libheif decodes it, for the reason given.
+    case libheif(String)
+  }
+
+  /// libavcodec's `max_pixels` for pictures of at most `size`: it checks the decoded picture, padded to
+  /// whole coding blocks (up to 64 samples more) with its width aligned for SIMD (up to 64 more), so a
+  /// limit of exactly `size.pixels` refuses pictures whose size is odd or not a multiple of 64.
+  static func codedLimit(_ size: PixelSize) -> Int64 {
+    Int64((size.width + 128) * (size.height + 64))
   }
 
   static func chromaFactors(_ format: Int) -> PlanarImage.Subsampling {
@@ -46,9 +79,8 @@ enum HEVCTiles {
       Plane(width: chroma.planeSize(size).width, height: chroma.planeSize(size).height, zeroed: false),
       Plane(width: chroma.planeSize(size).width, height: chroma.planeSize(size).height, zeroed: false),
     ]
-    // No coded picture may be larger than a tile (padded to whole coding blocks).
-    let limit = Int64((item.tileSize.width + 64) * (item.tileSize.height + 64))
-    thumbd_hevc_begin(limit, skipLoopFilters ? 1 : 0)
+    // No coded picture may be larger than a tile.
+    thumbd_hevc_begin(codedLimit(item.tileSize), skipLoopFilters ? 1 : 0)
     defer { thumbd_hevc_end() }
     let parameterSets = item.parameterSets
     try withMutablePlanePointers(&planes) { (destinations) throws(JobError) in

@@ -29,8 +29,14 @@ public struct HEVCItem: Sendable {
   public var crop: (x: Int, y: Int, width: Int, height: Int)?
   /// The turns after the crop, in the order the file lists them.
   public var transforms: [Transform]
-  /// The `nclx` colour box's matrix and range, when the item has one.
-  public var matrix: (coefficients: Int, fullRange: Bool)?
+  /// The item's `nclx` colour box, when it has one.
+  public var nclx: VideoSignal?
+  /// The tiles' sequence parameter set (every tile shares one `hvcC`).
+  public var sequence: HEVCSequenceParameters
+
+  /// Range, matrix, primaries and transfer as HEIF orders them: the `nclx` box, else the stream's VUI,
+  /// else H.265's inferences (HEVCSequenceParameters gives those when its VUI is silent).
+  public var signal: VideoSignal { nclx ?? sequence.signal }
 
   public enum Transform: Sendable, Equatable {
     /// `irot`: quarter turns anticlockwise.
@@ -205,7 +211,7 @@ struct HEIFMeta {
     var clap: [Int64]?
     var transforms: [HEVCItem.Transform] = []
     var clapAfterTransform = false
-    var matrix: (coefficients: Int, fullRange: Bool)?
+    var nclx: VideoSignal?
   }
 
   /// The properties of an item that the HEVC route knows, or nil when an essential one is unknown.
@@ -241,8 +247,9 @@ struct HEIFMeta {
       case "colr":
         guard let type = r.fourCC() else { return nil }
         if type == "nclx" {
-          guard r.skip(4), let m = r.u16(), let full = r.u8() else { return nil }
-          found.matrix = (Int(m), full & 0x80 != 0)
+          guard let p = r.u16(), let t = r.u16(), let m = r.u16(), let full = r.u8() else { return nil }
+          found.nclx = VideoSignal(
+            fullRange: full & 0x80 != 0, primaries: Int(p), transfer: Int(t), matrix: Int(m))
         }
       case "pixi", "auxC", "rloc", "lsel": continue
       default:
@@ -283,8 +290,9 @@ struct HEIFMeta {
     var config: [UInt8]?
     var tileSize: PixelSize?
     for tile in tileIDs {
-      guard types[tile] == "hvc1", let props = properties(of: tile), props.transforms.isEmpty,
-        props.clap == nil,
+      // A single picture's own crop and turns are the item's (read below); a grid's tiles have none.
+      guard types[tile] == "hvc1", let props = properties(of: tile),
+        tile == id || (props.transforms.isEmpty && props.clap == nil),
         let hvcC = props.hvcC, let s = props.size, tileSize == nil || tileSize == s,
         let location = locations[tile], location.method == 0, !location.extents.isEmpty,
         location.extents.allSatisfy({ $0.upperBound <= bytes.count })
@@ -295,7 +303,9 @@ struct HEIFMeta {
       tileSize = s
       tiles.append(location.extents)
     }
-    guard let config, let tileSize, let setup = HEVCConfiguration(config) else { return nil }
+    guard let config, let tileSize, let setup = HEVCConfiguration(config),
+      let sequence = HEVCSequenceParameters.find(in: setup.parameterSets)
+    else { return nil }
     // The tiles must cover the grid's output (libheif's rule too).
     guard tileSize.width * columns >= size.width, tileSize.height * rows >= size.height,
       tileSize.width * (columns - 1) < size.width, tileSize.height * (rows - 1) < size.height
@@ -309,7 +319,7 @@ struct HEIFMeta {
       tiles: tiles, parameterSets: setup.parameterSets, lengthSize: setup.lengthSize,
       chromaFormat: setup.chromaFormat, lumaBits: setup.lumaBits, chromaBits: setup.chromaBits,
       columns: columns, rows: rows, tileSize: tileSize, size: size, crop: crop, transforms: own.transforms,
-      matrix: own.matrix)
+      nclx: own.nclx, sequence: sequence)
   }
 
   /// `clap`'s window in whole pixels, rounded as libheif 1.15 rounds it: the width and height to the
