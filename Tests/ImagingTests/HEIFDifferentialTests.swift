@@ -43,10 +43,30 @@ struct HEIFDifferentialTests {
   }
 }
 
+/// The same comparison on every HEIF and AVIF of the shared corpus (real phones' and libheif's files).
+@Suite(.enabled(if: SharedCorpus.isAvailable, Comment(rawValue: SharedCorpus.skipReason)))
+struct HEIFCorpusDifferentialTests {
+  @Test(arguments: [
+    "phone/drewnoakes__IMG_2927.HEIC", "phone/drewnoakes__Issue_487.heic", "heic/IMG_5195.HEIC",
+    "heic/example.heic", "heic/example.avif",
+  ])
+  func everyCorpusHEIFDrawsWhatLibheifDraws(path: String) throws {
+    let bytes = try SharedCorpus.bytes(path)
+    let avif = path.hasSuffix(".avif")
+    let reference = try HEIFReference.decode(bytes, decoder: avif ? nil : "libde265")
+    for tiles in [true, false] {
+      let (picture, _) = try HEIFReference.thumbdDecode(bytes, tiles: tiles)
+      let difference = HEIFReference.difference(picture, reference)
+      #expect(difference <= HEIFDifferentialTests.tolerance, "\(path) (tiles: \(tiles)): \(difference)")
+    }
+  }
+}
+
 /// libheif's own decode of a HEIF file, and thumbd's, as upright RGB(A) pictures.
 enum HEIFReference {
-  /// libheif with its libde265 plugin: transforms applied, colour converted by libheif, 8 bits.
-  static func decode(_ bytes: [UInt8]) throws -> PixelBuffer {
+  /// libheif with its libde265 plugin (or `decoder`; nil: libheif's choice): transforms applied, colour
+  /// converted by libheif, 8 bits.
+  static func decode(_ bytes: [UInt8], decoder: String? = "libde265") throws -> PixelBuffer {
     _ = HEIFSource.initialised
     let context = try #require(heif_context_alloc())
     defer { heif_context_free(context) }
@@ -63,14 +83,21 @@ enum HEIFReference {
     options.pointee.convert_hdr_to_8bit = 1
     let alpha = heif_image_handle_has_alpha_channel(primary) != 0
     var image: OpaquePointer?
-    failure = "libde265".withCString { id in
-      options.pointee.decoder_id = id
-      return heif_decode_image(
+    func decode() -> heif_error {
+      heif_decode_image(
         primary, &image, heif_colorspace_RGB,
-        alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB,
-        options)
+        alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB, options)
     }
-    try #require(failure.code == heif_error_Ok, "libde265: \(String(cString: failure.message))")
+    if let decoder {
+      failure = decoder.withCString { id in
+        options.pointee.decoder_id = id
+        return decode()
+      }
+    } else {
+      failure = decode()
+    }
+    try #require(
+      failure.code == heif_error_Ok, "\(decoder ?? "libheif"): \(String(cString: failure.message))")
     let decoded = try #require(image)
     defer { heif_image_release(decoded) }
     var stride: Int32 = 0

@@ -9,6 +9,8 @@ import os
 import random
 import shutil
 import struct
+import subprocess
+import sys
 import zlib
 
 from .binary import be32
@@ -426,6 +428,20 @@ def make_seeds(args, folder):
                 add(f"{family}-{suffix}.{family}", family, family, f.read(),
                     f"libheif {'AV1' if family == 'avif' else 'HEVC'} {sw}x{sh}"
                     + (" with EXIF" if exif_data else " with alpha"))
+
+    # The HEVC route's inputs: grids with partial edge tiles, colour stated by the VUI or an nclx box,
+    # odd sizes through the conformance window, 4:2:2 and 4:4:4 (Tests/Support/heif-matrix.py, which
+    # codes them with the x265 command line).
+    matrix_script = os.path.join(os.path.dirname(__file__), "..", "..", "Tests", "Support", "heif-matrix.py")
+    if shutil.which("x265") and shutil.which("ffmpeg") and os.path.exists(matrix_script):
+        matrix = os.path.join(work, "heif-matrix")
+        subprocess.run([sys.executable, matrix_script, matrix], check=True, capture_output=True)
+        for name in ("grid-limited-vui", "grid-partial-odd", "odd-444-window", "vui-only-709-limited",
+                     "both-disagree-box-full", "chroma-422-8bit", "irot-1", "odd-420-clap", "10bit-limited-vui"):
+            with open(os.path.join(matrix, name + ".heic"), "rb") as f:
+                add(f"matrix-{name}.heic", "heic", "heic", f.read(), "heif-matrix.py " + name, 0.5)
+    else:
+        skipped["heic-matrix"] = "x265 or ffmpeg is not installed"
 
     for folder_name in args.seeds or []:
         for name in sorted(os.listdir(folder_name)):
