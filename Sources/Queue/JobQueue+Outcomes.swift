@@ -136,10 +136,14 @@ extension JobQueue {
     let unclaimed = batch.filter { !recorded.written.contains($0.0.id) }.flatMap {
       $0.1.variants.map(\.storageKey)
     }
-    if !unclaimed.isEmpty {
-      _ = try? await client.run(SQL.GcUnclaimed.self, .init(storageKeys: unclaimed))
-    }
+    if !unclaimed.isEmpty { _ = try? await releaseUnclaimed(unclaimed) }
     return recorded
+  }
+
+  /// Objects a job uploaded whose success will not be recorded become collection candidates: they may
+  /// have been stored for nothing, and collection keeps whatever something names meanwhile.
+  public func releaseUnclaimed(_ storageKeys: [String]) async throws(PostgresError) -> Int {
+    Int(try await client.run(SQL.GcUnclaimed.self, .init(storageKeys: storageKeys)).first?.added ?? 0)
   }
 
   /// Failed attempts: back to `queued` after the job's own delay, or `failed` for good; either way the

@@ -67,6 +67,20 @@ final class Completer: Service, Sendable {
     }
   }
 
+  /// The objects of a success that will not be written (its lease went while it rendered or stored):
+  /// collection candidates, so that nothing stays in storage that nothing names. A failure leaves
+  /// orphans that `thumbd gc` finds; it is logged.
+  func releaseUnclaimed(_ storageKeys: [String]) async {
+    guard !storageKeys.isEmpty else { return }
+    do {
+      _ = try await queue.releaseUnclaimed(storageKeys)
+    } catch {
+      logger.warning(
+        "could not hand an abandoned job's uploads to collection",
+        metadata: ["error": "\(error)", "objects": "\(storageKeys.count)"])
+    }
+  }
+
   /// Runs until the group stops, then until every outcome it was given is written.
   func run() async throws {
     activity.awaiting("its turn to stop")

@@ -155,7 +155,20 @@ final class JobRunner: Sendable {
     case .failure(let error):
       failure = error
     }
-    modify { $0.workEnded(execution.lease, failure: failure, unit: Double.random(in: 0..<1), now: .now) }
+    var decided = false
+    modify { jobs in
+      let actions = jobs.workEnded(
+        execution.lease, failure: failure, unit: Double.random(in: 0..<1), now: .now)
+      decided = actions.contains {
+        if case .writeOutcome(let work, _) = $0 { work.lease == execution.lease } else { false }
+      }
+      return actions
+    }
+    // The lease went while the job worked (abandoned): its success will never be written, and what it
+    // uploaded is collection's to decide.
+    if !decided, case .success(let result) = outcome {
+      await completer.releaseUnclaimed(result.variants.map(\.storageKey))
+    }
   }
 
   /// Writes the job's outcome once its work has ended, unless its lease is no longer ours; then lets the
@@ -166,6 +179,9 @@ final class JobRunner: Sendable {
     var written: Completer.Written?
     if let ended, jobs.withLock({ $0.mayWrite(execution.lease) }) {
       written = await completer.record(job, ended.outcome)
+    } else if case .succeeded(let result)? = ended?.outcome {
+      // The lease went between the work's end and the write: as for an abandoned job, above.
+      await completer.releaseUnclaimed(result.variants.map(\.storageKey))
     }
     let release = jobs.withLock { $0.released(execution.lease) }
     perform(release.actions)

@@ -68,6 +68,70 @@ struct S3CollectionTests {
     }
   }
 
+  /// A photo forgotten while its thumbnails are being uploaded (each PUT held 4 s by the proxy, the lease 2 s): the job
+  /// is abandoned or its success refused, but its uploads finish; they are handed to collection, which
+  /// deletes them. Nothing stays in the bucket that nothing names.
+  @Test func aPhotoForgottenWhileItsThumbnailsUploadLeavesNothingInStorage() async throws {
+    let fixture = try fixture()
+    try fixture.proxy.inject(["delay": 4, "method": "PUT", "path": ".jpg", "count": 4])
+    // A short lease: a heartbeat finds the job forgotten while its uploads are held.
+    let worker = try worker(fixture, ["THUMBD_LEASE_TTL": "2"])
+    defer { worker.send(SIGKILL) }
+    let job = try enqueue(fixture, "a")
+    #expect(
+      try await eventually(timeout: 30) { try !fixture.proxy.requests("PUT", ".jpg").isEmpty },
+      "an upload began")
+    #expect(try sql(fixture.database, "SELECT thumbs.forget_external('photo-a')").rows[0][0] == "1")
+    #expect(try state(fixture, job) == "forgotten")
+    // Every upload the worker started ends (held, then forwarded): the keys it stored.
+    #expect(
+      try await eventually(timeout: 40) {
+        try fixture.proxy.requests("PUT", ".jpg").filter { $0.outcome.hasPrefix("forwarded") }.count == 4
+      }, "log:\n\(worker.log)")
+    let uploaded = try fixture.proxy.requests("PUT", ".jpg").compactMap { seen -> String? in
+      guard let range = seen.path.range(of: "\(prefix)/") else { return nil }
+      return String(seen.path[range.upperBound...].prefix { $0 != "?" })
+    }
+    #expect(uploaded.count == 4)
+    #expect(
+      try await eventually(timeout: 30) { try uploaded.allSatisfy { try !exists($0) } },
+      "collection deleted what the forgotten job stored; log:\n\(worker.log)")
+    #expect(try keys(fixture).isEmpty, "no variant rows")
+  }
+
+  /// A worker frozen while its uploads are on their way (held by the proxy) loses its lease; another
+  /// worker finishes the job, the photo is forgotten and its objects collected; then the frozen worker
+  /// wakes, its held uploads land, storing the objects again, and it finds its lease gone. What it
+  /// stored is handed to collection and deleted: nothing stays that nothing names.
+  @Test func aFrozenWorkersUploadsThatLandAfterCollectionAreCollectedToo() async throws {
+    let fixture = try fixture()
+    try fixture.proxy.inject(["delay": 12, "method": "PUT", "path": ".jpg", "count": 4])
+    let zombie = try worker(fixture, ["THUMBD_LEASE_TTL": "2", "THUMBD_GC_INTERVAL": "0"])
+    defer { zombie.send(SIGKILL) }
+    let job = try enqueue(fixture, "a")
+    #expect(try await eventually(timeout: 30) { try fixture.proxy.requests("PUT", ".jpg").count == 4 })
+    zombie.send(SIGSTOP)
+    try await Task.sleep(for: .seconds(2.5))  // past the lease
+    let rescuer = try worker(fixture)
+    defer { rescuer.send(SIGKILL) }
+    #expect(
+      try await eventually(timeout: 8) { try state(fixture, job) == "succeeded" }, "log:\n\(rescuer.log)")
+    let stored = try keys(fixture)
+    #expect(stored.count == 4)
+    #expect(try sql(fixture.database, "SELECT thumbs.forget_external('photo-a')").rows[0][0] == "1")
+    #expect(try await eventually(timeout: 8) { try stored.allSatisfy { try !exists($0) } }, "collected once")
+    zombie.send(SIGCONT)
+    // The held uploads land (their bodies may have waited for the zombie to wake), storing the objects
+    // again after collection deleted them.
+    #expect(
+      try await eventually(timeout: 30) {
+        try fixture.proxy.requests("PUT", ".jpg").prefix(4).allSatisfy { $0.outcome.hasPrefix("forwarded") }
+      })
+    #expect(
+      try await eventually(timeout: 30) { try stored.allSatisfy { try !exists($0) } },
+      "collected again; zombie:\n\(zombie.log)\nrescuer:\n\(rescuer.log)")
+  }
+
   @Test func deletesRefusedForAWhileKeepObjectsMarkedAndCompletionsRefusedThenEverythingGoes() async throws {
     let fixture = try fixture()
     let worker = try worker(fixture)
