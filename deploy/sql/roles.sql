@@ -14,9 +14,11 @@
 --                    originals, keep its registry row, rescue, prune (retention), collect storage
 --                    objects (migrations/0013), LISTEN/NOTIFY.
 --   thumbd_enqueuer  the photo backend: thumbs.enqueue, thumbs.retry, thumbs.cancel, thumbs.forget,
---                    thumbs.forget_external, thumbs.rerender (SECURITY DEFINER), and reading thumbs.jobs, thumbs.variants, thumbs.queue_overview,
---                    thumbs.current_variants, thumbs.events (and thumbs.events_after).
---                    Nothing else: it cannot update or delete jobs itself.
+--                    thumbs.forget_external, thumbs.rerender (SECURITY DEFINER), thumbs.source_identity,
+--                    and reading thumbs.jobs, thumbs.variants, thumbs.queue_overview,
+--                    thumbs.current_variants, thumbs.events (and thumbs.events_after),
+--                    thumbs.rerender_overview. Nothing else: it cannot update or delete jobs itself,
+--                    change profiles or administer webhooks (thumbd_admin's).
 --   thumbd_admin     operators: every admin view and function (docs/admin-sql.md), and the data of
 --                    every table (fixing a job by hand), but no DDL: `thumbd migrate` runs as the owner.
 
@@ -71,8 +73,9 @@ GRANT EXECUTE ON FUNCTION thumbs.enqueue(text, text, integer, timestamptz, jsonb
   thumbs.cancel(bigint), thumbs.forget(bigint), thumbs.forget_external(text), thumbs.rerender(text, integer)
   TO thumbd_enqueuer;
 GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview, thumbs.current_variants,
-  thumbs.events TO thumbd_enqueuer;
-GRANT EXECUTE ON FUNCTION thumbs.events_after(text, integer) TO thumbd_enqueuer;
+  thumbs.events, thumbs.rerender_overview TO thumbd_enqueuer;
+-- The photo identity of a source URL (how a presigned URL is looked up), and the events' cursor.
+GRANT EXECUTE ON FUNCTION thumbs.events_after(text, integer), thumbs.source_identity(text) TO thumbd_enqueuer;
 
 -- Operators.
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA thumbs TO thumbd_admin;

@@ -70,7 +70,7 @@ struct RolesTests {
     #expect(try sql(deployment.owner, "SELECT count(*) FROM thumbs.workers").rows[0][0] == "0")
   }
 
-  @Test func theEnqueuerCallsItsThreeFunctionsAndNothingElse() throws {
+  @Test func theEnqueuerDoesWhatABackendDoesAndNothingElse() throws {
     let deployment = try deployment()
     let e = deployment.enqueuer
     let id = try #require(
@@ -82,7 +82,21 @@ struct RolesTests {
     let events = try sql(e, "SELECT kind FROM thumbs.events_after(NULL, 10)").rows
     #expect(events == [["cancelled"]], "\(events)")
     #expect(try sql(e, "SELECT count(*) FROM thumbs.current_variants").rows == [["0"]])
+    // The rest of what docs/integration.md has a backend do: a presigned URL's identity, a re-render
+    // and how it goes, forgetting.
+    #expect(
+      try sql(e, "SELECT thumbs.source_identity('https://b.example.com/k.jpg?X-Amz-Signature=abc')").rows[0][
+        0]
+        == "https://b.example.com/k.jpg")
+    #expect(try sql(e, "SELECT thumbs.rerender('default')").rows.count == 1)
+    #expect(try sql(e, "SELECT count(*) FROM thumbs.rerender_overview").rows.count == 1)
+    #expect(try sql(e, "SELECT thumbs.forget_external('nobody')").rows.count == 1)
     let denied = "42501"  // insufficient_privilege
+    // Profiles and webhooks are the operators'.
+    #expect(refusal(e, "SELECT thumbs.enable_webhook('https://example.com/hook')") == denied)
+    #expect(refusal(e, "SELECT thumbs.replay_webhooks(now())") == denied)
+    #expect(refusal(e, "SELECT * FROM thumbs.webhook_overview") == denied)
+    #expect(refusal(e, "SELECT * FROM thumbs.webhook_deliveries") == denied)
     #expect(refusal(e, "UPDATE thumbs.jobs SET priority = 9") == denied)
     #expect(refusal(e, "DELETE FROM thumbs.jobs") == denied)
     #expect(refusal(e, "INSERT INTO thumbs.jobs (source_url, profile) VALUES ('x', 'default')") == denied)
