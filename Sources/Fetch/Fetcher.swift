@@ -156,9 +156,17 @@ public struct Fetcher: Sendable {
     }
   }
 
-  /// Refuses every scheme but http, https and (with source buckets) s3; for `s3://`, the signed GET
-  /// that reads it.
+  /// Refuses every scheme but http, https and (with source buckets) s3, and a URL that can never be
+  /// fetched (`thumbs.enqueue` refuses those; one written into the table another way is `http_error`,
+  /// final); for `s3://`, the signed GET that reads it.
   func signedGet(_ url: String) throws(JobError) -> SignedGet? {
+    switch SourceURL.problem(url) {
+    case nil: break
+    case .unreadScheme?:
+      throw JobError(.blockedSource, "only http, https and s3 URLs are fetched: \(SourceURL.shown(url))")
+    case let problem?:
+      throw JobError(.httpError, "the source URL \(SourceURL.shown(url)) \(problem)")
+    }
     let lower = url.lowercased()
     if lower.hasPrefix("http://") || lower.hasPrefix("https://") { return nil }
     if lower.hasPrefix("s3://") {

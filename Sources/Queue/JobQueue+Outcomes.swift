@@ -125,7 +125,7 @@ extension JobQueue {
       storageKeys: rows.map(\.1.storageKey), thumbhashes: results.map(\.thumbHash),
       renderKeys: results.map(\.renderKey), reusedFrom: results.map(\.reusedFrom),
       stageMS: results.map { $0.stageTimes?.json }, specVersions: jobs.map(\.specVersion),
-      warnings: results.map { RenderWarning.json($0.warnings) })
+      warnings: results.map { RenderWarning.json($0.warnings) }, publicURLBase: publicURLBase)
     let answer = try await client.run(SQL.CompleteJobs.self, parameters, prepared: true)
     var recorded = RecordedOutcomes()
     for row in answer {

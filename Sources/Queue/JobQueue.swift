@@ -37,9 +37,13 @@ public struct VariantRecord: Sendable, Equatable {
 /// The queue's statements. Each is one round trip and each worker write is fenced on the lease.
 public struct JobQueue: Sendable {
   public let client: PostgresClient
+  /// Each thumbnail of a `succeeded` event gets its `url`: this (ending in a slash) followed by its
+  /// storage key. nil: no `url`.
+  public let publicURLBase: String?
 
-  public init(client: PostgresClient) {
+  public init(client: PostgresClient, publicURLBase: String? = nil) {
     self.client = client
+    self.publicURLBase = publicURLBase
   }
 
   /// Claims up to `limit` ready jobs, highest priority first, with up to `siblings` more jobs of the

@@ -97,7 +97,7 @@ public final class Worker: Sendable {
       JobQueue(
         client: PostgresClient(
           connectingLaterTo: self.config.databaseURL, pool: pool,
-          preparesStatements: self.config.preparedStatements))
+          preparesStatements: self.config.preparedStatements), publicURLBase: self.config.publicURLBase)
     }
     let (leaser, writer, keeperQueue) = (connect(), connect(), connect())
     defer { [leaser, writer, keeperQueue].forEach { $0.client.close() } }

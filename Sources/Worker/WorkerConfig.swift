@@ -89,6 +89,9 @@ public struct WorkerConfig: Sendable {
   /// Hosts or CIDRs a webhook URL may reach despite the private-network block.
   public var webhookAddressGuard = AddressGuard()
   public var webhookAllowHosts = ""
+  /// Where the thumbnails are served from: events give each one's `url`, this followed by its storage
+  /// key (with a slash between them when this does not end in one). nil: no `url`.
+  public var publicURLBase: String?
   /// How deliveries are claimed, sent and retried.
   public var webhookDelivery = WebhookDeliverySettings()
   /// How often the keeper expires stale worker rows and prunes finished jobs.

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """A loopback webhook receiver that verifies Standard Webhooks signatures, for thumbd's webhook tests.
 
-    webhook-receiver.py --secret whsec_... [--secret whsec_...] [--port 0]
+    webhook-receiver.py --secret whsec_... [--secret whsec_...] [--port 0] [--schemas DIR]
 
 Prints exactly one line "PORT <n>" on stdout, then serves until killed. Signatures are checked with
 the Standard Webhooks reference library (PyPI's `standardwebhooks`): a delivery is accepted when one of
-the --secret keys verifies it (the library also refuses a timestamp more than 5 minutes off).
+the --secret keys verifies it (the library also refuses a timestamp more than 5 minutes off). With
+--schemas (the project's docs/schemas), every verified body is also validated against webhook.json
+(JSON Schema 2020-12, PyPI's `jsonschema`); one that breaks it is listed under "invalid".
 
 Routes:
   POST /hook            a delivery: verified, then answered as the current mode says (204 by default);
@@ -13,8 +15,10 @@ Routes:
   POST /_mode?status=S&count=N&delay=D
                         the next N deliveries (default: all) are answered S after D seconds (a delay
                         beyond the sender's timeout is a time-out); without arguments: back to 204 at once
-  GET  /_received       {"accepted": [{"id", "type", "job_id", "external_id", "source_url"}...],
-                        "rejected": n, "posts": n, "answered": {status: n}}
+  POST /_validate       a body to validate against the schemas, answered {"errors": [...]}
+  GET  /_received       {"accepted": [{"id", "type", "job_id", "external_id", "source_url", "metadata",
+                        "urls"}...], "rejected": n, "posts": n, "answered": {status: n},
+                        "invalid": [{"id", "errors"}...]}
 """
 
 import argparse
@@ -28,7 +32,27 @@ from urllib.parse import parse_qs, urlparse
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 lock = threading.Lock()
-state = {"accepted": [], "rejected": 0, "posts": 0, "answered": {}, "mode": None}
+state = {"accepted": [], "rejected": 0, "posts": 0, "answered": {}, "mode": None, "invalid": []}
+validator = None
+
+
+def load_schemas(folder):
+    """A validator of webhook bodies, with event-payload.json resolvable from webhook.json."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    schemas = [json.load(open(f"{folder}/{name}")) for name in ("webhook.json", "event-payload.json")]
+    for schema in schemas:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas)
+    return jsonschema.Draft202012Validator(schemas[0], registry=registry)
+
+
+def schema_errors(body):
+    if validator is None:
+        return ["the receiver was started without --schemas"]
+    return sorted(f"{'/'.join(map(str, e.absolute_path)) or '(body)'}: {e.message}"
+                  for e in validator.iter_errors(body))
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -47,7 +71,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if urlparse(self.path).path == "/_received":
             with lock:
-                body = json.dumps({k: state[k] for k in ("accepted", "rejected", "posts", "answered")})
+                body = json.dumps(
+                    {k: state[k] for k in ("accepted", "rejected", "posts", "answered", "invalid")})
             self.answer(200, body.encode())
         else:
             self.answer(404)
@@ -68,6 +93,9 @@ class Handler(BaseHTTPRequestHandler):
                     state["mode"] = None
             self.answer(204)
             return
+        if url.path == "/_validate":
+            self.answer(200, json.dumps({"errors": schema_errors(json.loads(body))}).encode())
+            return
         if url.path != "/hook":
             self.answer(404)
             return
@@ -79,8 +107,11 @@ class Handler(BaseHTTPRequestHandler):
                 break
             except WebhookVerificationError:
                 continue
+        errors = schema_errors(verified) if verified is not None and validator is not None else []
         with lock:
             state["posts"] += 1
+            if errors:
+                state["invalid"].append({"id": headers.get("webhook-id"), "errors": errors})
             if verified is None:
                 state["rejected"] += 1
                 status, delay = 401, 0
@@ -96,6 +127,8 @@ class Handler(BaseHTTPRequestHandler):
                     state["accepted"].append({
                         "id": headers["webhook-id"], "type": verified["type"], "job_id": data["job_id"],
                         "external_id": data["external_id"], "source_url": data["source_url"],
+                        "metadata": json.dumps(data.get("metadata"), sort_keys=True),
+                        "urls": [v.get("url") for v in data.get("variants", [])],
                     })
             state["answered"][str(status)] = state["answered"].get(str(status), 0) + 1
         if delay:
@@ -110,7 +143,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--secret", action="append", required=True)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--schemas")
     args = parser.parse_args()
+    global validator
+    if args.schemas:
+        validator = load_schemas(args.schemas)
     Handler.webhooks = [Webhook(secret) for secret in args.secret]
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ThumbCore
@@ -22,7 +23,9 @@ import Testing
     (#"{"variants":[{"name":"a","width":5,"height":5,"fit":"stretch"}]}"#, "fit"),
     (#"{"variants":[{"name":"a","width":5,"height":5},{"name":"a","width":5,"height":5}]}"#, "twice"),
     (#"{"variants":[{"name":"A B","width":5,"height":5}]}"#, "name"),
-    (#"{"variants":[{"name":"a","width":5,"height":5,"quality":101}]}"#, "quality"),
+    (#"{"variants":[{"name":"a","width":5,"height":5,"quality":101}]}"#, "quality\" must be an integer"),
+    (#"{"variants":[{"name":"a","width":5,"height":5,"progressive":"yes"}]}"#, "true or false"),
+    (#"{"variants":[{"name":"a","width":5,"height":5}],"varients":[]}"#, "unknown key \"varients\""),
     (#"{"variants":[{"name":"a","width":5,"height":5,"format":"gif"}]}"#, "jpeg, webp, png, avif, auto"),
     (#"{"variants":[{"name":"a","width":5,"height":5,"format":"webp","speed":4}]}"#, "\"avif\" only"),
     (#"{"variants":[{"name":"a","width":5,"height":5,"format":"avif","speed":10}]}"#, "from 0 to 9"),
@@ -41,7 +44,7 @@ import Testing
       #"{"variants":[{"name":"a","width":5,"height":5,"fit":"cover","crop":"faces"}]}"#,
       "variant 'a': \"crop\" must be one of centre, attention, entropy"
     ),
-    ("not json", "JSON"),
+    ("not json", "spec is not JSON"),
   ])
   func rejectsBadSpecsWithAReason(json: String, mentions: String) {
     #expect {
@@ -49,6 +52,37 @@ import Testing
     } throws: { error in
       (error as? ProfileSpec.Invalid)?.description.contains(mentions) == true
     }
+  }
+
+  @Test func reportsEveryVariantsFirstProblemInOrder() {
+    let json = #"""
+      {"variants": [
+        {"name": "a", "width": 0, "height": 5, "fit": "stretch"},
+        {"name": "ok", "width": 5, "height": 5},
+        {"width": 5, "height": 5},
+        {"name": "ok", "width": 5, "height": 5}]}
+      """#
+    #expect(
+      ProfileSpec.problems(in: Data(json.utf8)) == [
+        "variant 'a': \"width\" and \"height\" must be integers from 1 to 8192",
+        "variant #3: \"name\" must be 1-64 characters of a-z, 0-9, '_' or '-'",
+        "variant 'ok': name is used twice",
+      ])
+    #expect {
+      try ProfileSpec.parse(name: "p", json: Data(json.utf8))
+    } throws: { error in
+      (error as? ProfileSpec.Invalid)?.description
+        == "profile 'p' is invalid: variant 'a': \"width\" and \"height\" must be integers from 1 to 8192; "
+        + "variant #3: \"name\" must be 1-64 characters of a-z, 0-9, '_' or '-'; variant 'ok': name is used twice"
+    }
+    #expect(ProfileSpec.problems(in: Data(profileSpecCases[0].utf8)) == [])
+  }
+
+  @Test func wholeNumbersAreIntegersHoweverWrittenAndNullIsTheDefault() throws {
+    let json = #"{"variants": [{"name": "a", "width": 5.0, "height": 5e1, "quality": null, "crop": null}]}"#
+    let profile = try ProfileSpec.parse(name: "p", json: Data(json.utf8))
+    #expect(profile.variants[0].width == 5 && profile.variants[0].height == 50)
+    #expect(profile.variants[0].quality == 82 && profile.variants[0].crop == .centre)
   }
 
   @Test func readsEveryOption() throws {

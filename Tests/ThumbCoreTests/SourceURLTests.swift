@@ -5,6 +5,12 @@ import Testing
 @testable import ThumbCore
 
 @Suite struct SourceURLTests {
+  @Test func aURLThatCanNeverBeFetchedSaysWhy() {
+    for (url, problem) in sourceProblemCases {
+      #expect(SourceURL.problem(url)?.description == problem, "\(url)")
+    }
+  }
+
   @Test func identityDropsOnlyTheSignatureParameters() {
     for (url, identity) in sourceIdentityCases {
       #expect(SourceURL.identity(url) == identity, "\(url)")

@@ -120,8 +120,11 @@ public enum SQL {
   /// thumbnails (migrations/0009), unless a newer job of the photo already gave it its own: the photo's row
   /// is updated only for a higher job id, and the photo's variant rows follow it.
   ///
-  /// Each job's `succeeded` event (migrations/0010) is written too, with its warnings (migrations/0014),
-  /// and announced on thumbs_events; notified counts the announcements (evaluated once, on the first row).
+  /// Each job's `succeeded` event (migrations/0010) is written too, with its warnings (migrations/0014) and
+  /// metadata, each variant with its public `url` when $16 (the worker's --public-url-base, ending in a
+  /// slash) is given (migrations/0015), and announced on thumbs_events; notified counts the announcements
+  /// (evaluated once, on the first row). The photo keeps the URL its thumbnails came from, as enqueued,
+  /// for a re-render.
   ///
   /// Collection (migrations/0013): a job naming an object that is being deleted, or was deleted after the
   /// job was leased (it may have found the object before the delete and skipped its upload), is not
@@ -166,7 +169,7 @@ public enum SQL {
             FROM locked l JOIN input i ON i.id = l.id LEFT JOIN collected c ON c.id = l.id
            WHERE j.id = l.id
           RETURNING j.id, j.state, j.external_id, j.source_key, j.source_url, j.profile, j.render_key,
-                    j.thumbhash, j.attempts, j.rerender, i.spec_version, j.warnings),
+                    j.thumbhash, j.attempts, j.rerender, i.spec_version, j.warnings, j.metadata),
         done AS (SELECT * FROM ended WHERE state = 'succeeded'),
         variant_rows AS (
           SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
@@ -182,26 +185,28 @@ public enum SQL {
           RETURNING v.job_id),
         by_external AS (
           INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
-                                          spec_version)
+                                          spec_version, last_source_url)
           SELECT DISTINCT ON (d.external_id, d.profile)
-                 d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version
+                 d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version, d.source_url
             FROM done d WHERE d.external_id IS NOT NULL
            ORDER BY d.external_id, d.profile, d.id DESC
           ON CONFLICT (external_id, profile) WHERE external_id IS NOT NULL DO UPDATE
              SET source_url = excluded.source_url, job_id = excluded.job_id, render_key = excluded.render_key,
-                 thumbhash = excluded.thumbhash, spec_version = excluded.spec_version, updated_at = now()
+                 thumbhash = excluded.thumbhash, spec_version = excluded.spec_version,
+                 last_source_url = excluded.last_source_url, updated_at = now()
            WHERE p.job_id < excluded.job_id
           RETURNING p.id, p.job_id),
         by_source AS (
           INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
-                                          spec_version)
+                                          spec_version, last_source_url)
           SELECT DISTINCT ON (d.source_key, d.profile)
-                 NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version
+                 NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version, d.source_url
             FROM done d WHERE d.external_id IS NULL
            ORDER BY d.source_key, d.profile, d.id DESC
           ON CONFLICT (source_url, profile) WHERE external_id IS NULL DO UPDATE
              SET job_id = excluded.job_id, render_key = excluded.render_key, thumbhash = excluded.thumbhash,
-                 spec_version = excluded.spec_version, updated_at = now()
+                 spec_version = excluded.spec_version, last_source_url = excluded.last_source_url,
+                 updated_at = now()
            WHERE p.job_id < excluded.job_id
           RETURNING p.id, p.job_id),
         current AS (SELECT id, job_id FROM by_external UNION ALL SELECT id, job_id FROM by_source),
@@ -221,13 +226,15 @@ public enum SQL {
           SELECT r.job_id,
                  jsonb_agg(jsonb_build_object('name', r.name, 'width', r.width, 'height', r.height,
                                               'format', r.format, 'bytes', r.bytes, 'storage_key', r.storage_key)
+                             || CASE WHEN $16::text IS NULL THEN '{}'::jsonb
+                                     ELSE jsonb_build_object('url', $16::text || r.storage_key) END
                            ORDER BY r.name) AS variants
             FROM variant_rows r GROUP BY r.job_id),
         events AS (
           INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, thumbhash, variants,
-                                        attempts, rerender, warnings)
+                                        attempts, rerender, warnings, metadata)
           SELECT d.id, d.external_id, 'succeeded', thumbs.redact_url(d.source_url), d.profile, d.thumbhash,
-                 l.variants, d.attempts, d.rerender, d.warnings
+                 l.variants, d.attempts, d.rerender, d.warnings, d.metadata
             FROM done d LEFT JOIN variant_lists l ON l.job_id = d.id
            ORDER BY d.id
           RETURNING id)
@@ -238,10 +245,11 @@ public enum SQL {
       parameters: [
         "ids", "tokens", "variant_job_ids", "names", "widths", "heights", "formats", "bytes", "storage_keys",
         "thumbhashes", "render_keys", "reused_from", "stage_ms", "spec_versions", "warnings",
+        "public_url_base",
       ],
       parameterTypes: [
         "bigint[]", "uuid[]", "bigint[]", "text[]", "int[]", "int[]", "text[]", "bigint[]", "text[]",
-        "text[]", "text[]", "bigint[]", "jsonb[]", "bigint[]", "jsonb[]",
+        "text[]", "text[]", "bigint[]", "jsonb[]", "bigint[]", "jsonb[]", "text",
       ],
       columns: ["id", "refused", "notified"],
       columnTypes: ["bigint", "bool", "bigint"])
@@ -262,12 +270,13 @@ public enum SQL {
       public var stageMS: [String?]
       public var specVersions: [Int64?]
       public var warnings: [String]
+      public var publicURLBase: String?
 
       public init(
         ids: [Int64], tokens: [String], variantJobIDs: [Int64], names: [String], widths: [Int],
         heights: [Int], formats: [String], bytes: [Int64], storageKeys: [String], thumbhashes: [String?],
         renderKeys: [String?], reusedFrom: [Int64?], stageMS: [String?], specVersions: [Int64?],
-        warnings: [String]
+        warnings: [String], publicURLBase: String?
       ) {
         self.ids = ids
         self.tokens = tokens
@@ -284,6 +293,7 @@ public enum SQL {
         self.stageMS = stageMS
         self.specVersions = specVersions
         self.warnings = warnings
+        self.publicURLBase = publicURLBase
       }
 
       public var values: [String?] {
@@ -293,7 +303,7 @@ public enum SQL {
           PostgresArray.literal(formats), PostgresArray.literal(bytes), PostgresArray.literal(storageKeys),
           PostgresArray.literal(thumbhashes), PostgresArray.literal(renderKeys),
           PostgresArray.literal(reusedFrom), PostgresArray.literal(stageMS),
-          PostgresArray.literal(specVersions), PostgresArray.literal(warnings),
+          PostgresArray.literal(specVersions), PostgresArray.literal(warnings), publicURLBase?.postgresText,
         ]
       }
     }
@@ -511,12 +521,12 @@ public enum SQL {
           FROM locked, input i
          WHERE j.id = locked.id AND i.id = j.id
         RETURNING j.id, j.external_id, j.source_url, j.profile, j.state, j.error_code, j.last_error, j.attempts,
-                  j.rerender),
+                  j.rerender, j.metadata),
         events AS (
           INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
-                                        attempts, rerender)
+                                        attempts, rerender, metadata)
           SELECT w.id, w.external_id, 'failed', thumbs.redact_url(w.source_url), w.profile,
-                 w.error_code, w.last_error, w.attempts, w.rerender
+                 w.error_code, w.last_error, w.attempts, w.rerender, w.metadata
             FROM written w WHERE w.state = 'failed'
            ORDER BY w.id
           RETURNING id)
@@ -1870,12 +1880,12 @@ public enum SQL {
             FROM expired
            WHERE j.id = expired.id AND j.state = 'running' AND j.lease_expires_at < now()
           RETURNING j.id, j.state, j.external_id, j.source_url, j.profile, j.error_code, j.last_error, j.attempts,
-                    j.rerender),
+                    j.rerender, j.metadata),
         events AS (
           INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
-                                        attempts, rerender)
+                                        attempts, rerender, metadata)
           SELECT r.id, r.external_id, 'failed', thumbs.redact_url(r.source_url), r.profile,
-                 r.error_code, r.last_error, r.attempts, r.rerender
+                 r.error_code, r.last_error, r.attempts, r.rerender, r.metadata
             FROM rescued r WHERE r.state = 'failed'
            ORDER BY r.id
           RETURNING id)

@@ -35,12 +35,12 @@ UPDATE thumbs.jobs j
   FROM locked, input i
  WHERE j.id = locked.id AND i.id = j.id
 RETURNING j.id, j.external_id, j.source_url, j.profile, j.state, j.error_code, j.last_error, j.attempts,
-          j.rerender),
+          j.rerender, j.metadata),
 events AS (
   INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
-                                attempts, rerender)
+                                attempts, rerender, metadata)
   SELECT w.id, w.external_id, 'failed', thumbs.redact_url(w.source_url), w.profile,
-         w.error_code, w.last_error, w.attempts, w.rerender
+         w.error_code, w.last_error, w.attempts, w.rerender, w.metadata
     FROM written w WHERE w.state = 'failed'
    ORDER BY w.id
   RETURNING id)

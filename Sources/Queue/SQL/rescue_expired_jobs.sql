@@ -28,12 +28,12 @@ rescued AS (
     FROM expired
    WHERE j.id = expired.id AND j.state = 'running' AND j.lease_expires_at < now()
   RETURNING j.id, j.state, j.external_id, j.source_url, j.profile, j.error_code, j.last_error, j.attempts,
-            j.rerender),
+            j.rerender, j.metadata),
 events AS (
   INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
-                                attempts, rerender)
+                                attempts, rerender, metadata)
   SELECT r.id, r.external_id, 'failed', thumbs.redact_url(r.source_url), r.profile,
-         r.error_code, r.last_error, r.attempts, r.rerender
+         r.error_code, r.last_error, r.attempts, r.rerender, r.metadata
     FROM rescued r WHERE r.state = 'failed'
    ORDER BY r.id
   RETURNING id)

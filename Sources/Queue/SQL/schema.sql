@@ -51,6 +51,101 @@ CREATE FUNCTION thumbs.cancel(job_id bigint) RETURNS boolean
   SELECT count(pg_notify('thumbs_events', w.id::text)) > 0 FROM written w;
 $$;
 
+CREATE FUNCTION thumbs.check_profile(spec jsonb) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $_$
+DECLARE
+  variant_keys text[] := ARRAY['crop', 'fit', 'format', 'height', 'name', 'progressive', 'quality', 'speed',
+                               'subsampling', 'width'];
+  problems text[] := '{}';
+  names text[] := '{}';
+  item jsonb;
+  v jsonb;
+  n int := 0;
+  unknown text;
+  name text;
+  label text;
+  fit text;
+  format text;
+  number numeric;
+  problem text;
+BEGIN
+  IF spec IS NULL THEN
+    RETURN ARRAY['spec is not JSON'];
+  END IF;
+  IF jsonb_typeof(spec) <> 'object' THEN
+    RETURN ARRAY['spec must be a JSON object'];
+  END IF;
+  SELECT min(k COLLATE "C") INTO unknown FROM jsonb_object_keys(spec) AS k WHERE k <> 'variants';
+  IF unknown IS NOT NULL THEN
+    RETURN ARRAY[format('unknown key "%s" (known: variants)', unknown)];
+  END IF;
+  IF jsonb_typeof(spec -> 'variants') IS DISTINCT FROM 'array' OR jsonb_array_length(spec -> 'variants') = 0 THEN
+    RETURN ARRAY['spec needs a non-empty "variants" array'];
+  END IF;
+  FOR item IN SELECT e FROM jsonb_array_elements(spec -> 'variants') AS e LOOP
+    n := n + 1;
+    IF jsonb_typeof(item) <> 'object' THEN
+      problems := problems || format('variant #%s: must be a JSON object', n);
+      CONTINUE;
+    END IF;
+    v := jsonb_strip_nulls(item);
+    name := CASE WHEN jsonb_typeof(v -> 'name') = 'string' THEN v ->> 'name' END;
+    label := CASE WHEN name IS NOT NULL THEN format('variant ''%s''', name) ELSE format('variant #%s', n) END;
+    SELECT min(k COLLATE "C") INTO unknown FROM jsonb_object_keys(v) AS k WHERE k <> ALL (variant_keys);
+    fit := coalesce(CASE WHEN jsonb_typeof(v -> 'fit') = 'string' THEN v ->> 'fit' END,
+                    CASE WHEN v ? 'fit' THEN '' ELSE 'inside' END);
+    format := coalesce(CASE WHEN jsonb_typeof(v -> 'format') = 'string' THEN v ->> 'format' END,
+                       CASE WHEN v ? 'format' THEN '' ELSE 'jpeg' END);
+    problem := CASE
+      WHEN unknown IS NOT NULL THEN
+        format('unknown key "%s" (known: %s)', unknown, array_to_string(variant_keys, ', '))
+      WHEN name IS NULL OR name !~ '^[a-z0-9_-]{1,64}$' THEN
+        '"name" must be 1-64 characters of a-z, 0-9, ''_'' or ''-'''
+      WHEN name = ANY (names) THEN 'name is used twice'
+      WHEN coalesce(thumbs.spec_integer(v -> 'width') NOT BETWEEN 1 AND 8192, true)
+        OR coalesce(thumbs.spec_integer(v -> 'height') NOT BETWEEN 1 AND 8192, true) THEN
+        '"width" and "height" must be integers from 1 to 8192'
+      WHEN fit NOT IN ('inside', 'cover', 'fill') THEN '"fit" must be one of inside, cover, fill'
+      WHEN format NOT IN ('jpeg', 'webp', 'png', 'avif', 'auto') THEN
+        '"format" must be one of jpeg, webp, png, avif, auto'
+      WHEN v ? 'quality' AND coalesce(thumbs.spec_integer(v -> 'quality') NOT BETWEEN 1 AND 100, true) THEN
+        '"quality" must be an integer from 1 to 100'
+      WHEN v ? 'subsampling' AND (jsonb_typeof(v -> 'subsampling') <> 'string'
+                                  OR v ->> 'subsampling' NOT IN ('4:2:0', '4:4:4')) THEN
+        '"subsampling" must be one of 4:2:0, 4:4:4'
+      WHEN v ? 'progressive' AND jsonb_typeof(v -> 'progressive') <> 'boolean' THEN
+        '"progressive" must be true or false'
+      WHEN format <> 'jpeg' AND (v ? 'subsampling' OR v ? 'progressive') THEN
+        '"subsampling" and "progressive" apply to "format": "jpeg" only'
+      WHEN format <> 'avif' AND v ? 'speed' THEN '"speed" applies to "format": "avif" only'
+      WHEN v ? 'speed' AND coalesce(thumbs.spec_integer(v -> 'speed') NOT BETWEEN 0 AND 9, true) THEN
+        '"speed" must be an integer from 0 to 9'
+      WHEN v ? 'crop' AND (jsonb_typeof(v -> 'crop') <> 'string'
+                           OR v ->> 'crop' NOT IN ('centre', 'attention', 'entropy')) THEN
+        '"crop" must be one of centre, attention, entropy'
+      WHEN fit <> 'cover' AND v ? 'crop' THEN '"crop" applies to "fit": "cover" only'
+    END;
+    IF problem IS NOT NULL THEN
+      problems := problems || format('%s: %s', label, problem);
+    END IF;
+    IF name IS NOT NULL AND name ~ '^[a-z0-9_-]{1,64}$' AND unknown IS NULL THEN
+      names := names || name;
+    END IF;
+  END LOOP;
+  RETURN problems;
+END;
+$_$;
+
+CREATE FUNCTION thumbs.collect_superseded() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  PERFORM thumbs.add_gc_candidates(ARRAY[OLD.storage_key], 'superseded');
+  RETURN NULL;
+END;
+$$;
+
 CREATE FUNCTION thumbs.enable_webhook(url text) RETURNS boolean
     LANGUAGE sql
     AS $$
@@ -68,11 +163,15 @@ CREATE FUNCTION thumbs.enqueue(source_url text, profile text DEFAULT 'default'::
 #variable_conflict use_column
 DECLARE
   job_id bigint;
-  key text := thumbs.source_identity(enqueue.source_url);
+  key text;
   queued_url text;
+  problem text := thumbs.source_problem(enqueue.source_url);
 BEGIN
-  IF source_url IS NULL OR source_url = '' THEN
-    RAISE EXCEPTION 'thumbs.enqueue: source_url must not be empty' USING ERRCODE = '22023';
+  IF problem IS NOT NULL THEN
+    RAISE EXCEPTION 'thumbs.enqueue: source_url %',
+      CASE WHEN coalesce(enqueue.source_url, '') = '' THEN problem
+           ELSE format('''%s'' %s', left(thumbs.redact_url(enqueue.source_url), 200), problem) END
+      USING ERRCODE = '22023';
   END IF;
   IF external_id = '' THEN
     RAISE EXCEPTION 'thumbs.enqueue: external_id must not be empty (NULL for none)' USING ERRCODE = '22023';
@@ -80,6 +179,7 @@ BEGIN
   IF NOT EXISTS (SELECT 1 FROM thumbs.profiles p WHERE p.name = enqueue.profile) THEN
     RAISE EXCEPTION 'thumbs.enqueue: no profile named %', enqueue.profile USING ERRCODE = '22023';
   END IF;
+  key := thumbs.source_identity(enqueue.source_url);
   LOOP
     -- A queued job of the same photo (or, without an external id, of the same source) is the answer,
     -- and takes the newer URL: an edited photo's new original, or a fresh presigned URL.
@@ -149,6 +249,15 @@ CREATE FUNCTION thumbs.expire_workers() RETURNS integer
      WHERE last_heartbeat_at < now() - greatest(lease_ttl * 3, interval '1 minute')
     RETURNING 1)
   SELECT count(*)::int FROM gone;
+$$;
+
+CREATE FUNCTION thumbs.fill_event_metadata() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  SELECT j.metadata INTO NEW.metadata FROM thumbs.jobs j WHERE j.id = NEW.job_id;
+  RETURN NEW;
+END;
 $$;
 
 CREATE FUNCTION thumbs.forget(job_id bigint) RETURNS boolean
@@ -275,8 +384,7 @@ $$;
 CREATE FUNCTION thumbs.object_is_named(storage_key text) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-  SELECT EXISTS (SELECT 1 FROM thumbs.photo_variants pv WHERE pv.storage_key = object_is_named.storage_key)
-      OR EXISTS (SELECT 1 FROM thumbs.variants v WHERE v.storage_key = object_is_named.storage_key);
+  SELECT EXISTS (SELECT 1 FROM thumbs.photo_variants pv WHERE pv.storage_key = object_is_named.storage_key);
 $$;
 
 CREATE FUNCTION thumbs.prune(older_than interval DEFAULT '7 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer
@@ -298,8 +406,8 @@ BEGIN
     FROM thumbs.variants v
    WHERE v.job_id = ANY (doomed)
      AND NOT EXISTS (SELECT 1 FROM thumbs.photo_variants pv WHERE pv.storage_key = v.storage_key)
-     AND NOT EXISTS (SELECT 1 FROM thumbs.variants o
-                      WHERE o.storage_key = v.storage_key AND NOT (o.job_id = ANY (doomed)));
+     AND NOT EXISTS (SELECT 1 FROM thumbs.gc_objects g
+                      WHERE g.storage_key = v.storage_key AND g.deleted_at IS NOT NULL);
   DELETE FROM thumbs.jobs j WHERE j.id = ANY (doomed);
   GET DIAGNOSTICS deleted = ROW_COUNT;
   PERFORM thumbs.add_gc_candidates(unnamed, 'pruned');
@@ -346,6 +454,20 @@ CREATE FUNCTION thumbs.redact_url(url text) RETURNS text
       '\1****', 'g') END;
 $$;
 
+CREATE FUNCTION thumbs.refuse_invalid_profile() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  problems text[] := thumbs.check_profile(NEW.spec);
+BEGIN
+  IF cardinality(problems) > 0 THEN
+    RAISE EXCEPTION 'profile ''%'' is invalid: %', NEW.name, array_to_string(problems, '; ')
+      USING ERRCODE = '23514', HINT = 'SELECT thumbs.check_profile(spec) checks a spec without saving it';
+  END IF;
+  RETURN NEW;
+END;
+$$;
+
 CREATE FUNCTION thumbs.replay_webhooks(since timestamp with time zone, url text DEFAULT NULL::text) RETURNS integer
     LANGUAGE sql
     AS $$
@@ -376,7 +498,7 @@ BEGIN
     RAISE EXCEPTION 'thumbs.rerender: no profile named %', rerender.profile USING ERRCODE = '22023';
   END IF;
   WITH stale AS (
-    SELECT ph.external_id, ph.source_url FROM thumbs.photos ph
+    SELECT ph.external_id, coalesce(ph.last_source_url, ph.source_url) AS source_url FROM thumbs.photos ph
      WHERE ph.profile = rerender.profile AND ph.spec_version IS DISTINCT FROM present
        AND NOT EXISTS (
          SELECT 1 FROM thumbs.jobs j
@@ -423,6 +545,15 @@ EXCEPTION WHEN unique_violation THEN
 END;
 $$;
 
+CREATE FUNCTION thumbs.scrub_forgotten_events() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  UPDATE thumbs.event_log e SET metadata = '{}' WHERE e.job_id = NEW.id AND e.metadata <> '{}';
+  RETURN NEW;
+END;
+$$;
+
 CREATE FUNCTION thumbs.set_source_key() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -455,6 +586,64 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION thumbs.source_problem(url text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $_$
+DECLARE
+  sep int;
+  scheme text;
+  rest text;
+  authority text;
+  parts text[];
+BEGIN
+  IF url IS NULL OR url = '' THEN
+    RETURN 'is empty';
+  END IF;
+  sep := strpos(url, '://');
+  IF sep < 2 OR left(url, sep - 1) !~ '^[A-Za-z][A-Za-z0-9+.-]*$' THEN
+    RETURN 'is not an absolute URL (scheme://host/path)';
+  END IF;
+  scheme := lower(left(url, sep - 1));
+  IF scheme NOT IN ('http', 'https', 's3') THEN
+    RETURN format('has the scheme %s, which thumbd does not read (http, https, s3)', scheme);
+  END IF;
+  IF url ~ '[\x01-\x20\x7f]' THEN
+    RETURN 'contains a space or a control character';
+  END IF;
+  rest := substr(url, sep + 3);
+  IF scheme = 's3' THEN
+    -- s3://BUCKET/KEY: a bucket before the first slash, a key after it.
+    IF strpos(rest, '/') < 2 OR strpos(rest, '/') = length(rest) THEN
+      RETURN 'does not name an object (s3://BUCKET/KEY)';
+    END IF;
+    RETURN NULL;
+  END IF;
+  -- After the userinfo (up to the last @): a host name or address, or [IPv6], and an optional port.
+  authority := substring(rest FROM '^[^/?#]*');
+  parts := regexp_match(regexp_replace(authority, '^.*@', ''), '^(\[[^]]*\]|[^:@\[\]]*)(:([0-9]*))?$');
+  IF parts IS NULL THEN
+    RETURN 'has an invalid host or port';
+  END IF;
+  IF parts[1] IN ('', '[]') THEN
+    RETURN 'has no host';
+  END IF;
+  IF parts[3] <> '' THEN
+    IF length(parts[3]) > 5 OR parts[3]::int NOT BETWEEN 1 AND 65535 THEN
+      RETURN 'has an invalid port';
+    END IF;
+  END IF;
+  RETURN NULL;
+END;
+$_$;
+
+CREATE FUNCTION thumbs.spec_integer(value jsonb) RETURNS numeric
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE WHEN jsonb_typeof(value) = 'number' AND value::text::numeric = trunc(value::text::numeric)
+                   AND abs(value::text::numeric) < 1e9
+              THEN value::text::numeric END;
+$$;
+
 CREATE TABLE thumbs.photo_variants (
     photo_id bigint NOT NULL,
     name text NOT NULL,
@@ -474,8 +663,11 @@ CREATE TABLE thumbs.photos (
     render_key text,
     thumbhash text,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    spec_version bigint
+    spec_version bigint,
+    last_source_url text
 );
+
+COMMENT ON COLUMN thumbs.photos.last_source_url IS 'The URL the current thumbnails were rendered from, as enqueued (a presigned URL with its signature): what thumbs.rerender fetches';
 
 CREATE VIEW thumbs.current_variants AS
  SELECT p.external_id,
@@ -534,6 +726,7 @@ CREATE TABLE thumbs.event_log (
     rerender boolean DEFAULT false NOT NULL,
     storage_keys jsonb,
     warnings jsonb,
+    metadata jsonb,
     CONSTRAINT event_log_kind_check CHECK ((kind = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text])))
 );
 
@@ -552,7 +745,7 @@ CREATE VIEW thumbs.events AS
     e.external_id,
     e.kind,
     e.created_at,
-    (jsonb_build_object('job_id', e.job_id, 'external_id', e.external_id, 'source_url', e.source_url, 'profile', e.profile, 'state', e.kind, 'error_code', e.error_code, 'error', e.error, 'thumbhash', e.thumbhash, 'variants', COALESCE(e.variants, '[]'::jsonb), 'attempts', e.attempts, 'rerender', e.rerender, 'warnings', COALESCE(e.warnings, '[]'::jsonb)) ||
+    (jsonb_build_object('job_id', e.job_id, 'external_id', e.external_id, 'source_url', e.source_url, 'profile', e.profile, 'state', e.kind, 'error_code', e.error_code, 'error', e.error, 'thumbhash', e.thumbhash, 'variants', COALESCE(e.variants, '[]'::jsonb), 'attempts', e.attempts, 'rerender', e.rerender, 'warnings', COALESCE(e.warnings, '[]'::jsonb), 'metadata', COALESCE(e.metadata, '{}'::jsonb)) ||
         CASE
             WHEN (e.kind = 'forgotten'::text) THEN jsonb_build_object('storage_keys', COALESCE(e.storage_keys, '[]'::jsonb))
             ELSE '{}'::jsonb
@@ -727,8 +920,10 @@ CREATE VIEW thumbs.rerender_overview AS
            FROM thumbs.jobs j
           WHERE (j.rerender AND (j.profile = p.name) AND (j.state = 'succeeded'::text))) AS succeeded,
     ( SELECT count(*) AS count
-           FROM thumbs.jobs j
-          WHERE (j.rerender AND (j.profile = p.name) AND (j.state = 'failed'::text) AND (j.spec_version = p.version))) AS failed
+           FROM thumbs.photos ph
+          WHERE ((ph.profile = p.name) AND (ph.spec_version IS DISTINCT FROM p.version) AND (EXISTS ( SELECT 1
+                   FROM thumbs.jobs j
+                  WHERE (j.rerender AND (j.state = 'failed'::text) AND (j.spec_version = p.version) AND (j.profile = p.name) AND (((ph.external_id IS NOT NULL) AND (j.external_id = ph.external_id)) OR ((ph.external_id IS NULL) AND (j.external_id IS NULL) AND (j.source_key = ph.source_url)))))))) AS failed
    FROM thumbs.profiles p
   ORDER BY p.name;
 
@@ -964,9 +1159,19 @@ CREATE INDEX webhook_deliveries_due_idx ON thumbs.webhook_deliveries USING btree
 
 CREATE INDEX webhook_deliveries_event_idx ON thumbs.webhook_deliveries USING btree (event_id);
 
+CREATE TRIGGER event_log_metadata BEFORE INSERT ON thumbs.event_log FOR EACH ROW WHEN ((new.metadata IS NULL)) EXECUTE FUNCTION thumbs.fill_event_metadata();
+
+CREATE TRIGGER jobs_forgotten_events AFTER UPDATE OF state ON thumbs.jobs FOR EACH ROW WHEN (((new.state = 'forgotten'::text) AND (old.state <> 'forgotten'::text))) EXECUTE FUNCTION thumbs.scrub_forgotten_events();
+
 CREATE TRIGGER jobs_source_key BEFORE INSERT OR UPDATE OF source_url ON thumbs.jobs FOR EACH ROW EXECUTE FUNCTION thumbs.set_source_key();
 
 CREATE TRIGGER lease_only_readable_sources BEFORE UPDATE OF state ON thumbs.jobs FOR EACH ROW WHEN (((old.state = 'queued'::text) AND (new.state = 'running'::text) AND (lower("left"(old.source_url, 5)) = 's3://'::text))) EXECUTE FUNCTION thumbs.lease_only_readable_sources();
+
+CREATE TRIGGER photo_variants_dropped AFTER DELETE ON thumbs.photo_variants FOR EACH ROW EXECUTE FUNCTION thumbs.collect_superseded();
+
+CREATE TRIGGER photo_variants_replaced AFTER UPDATE OF storage_key ON thumbs.photo_variants FOR EACH ROW WHEN ((old.storage_key IS DISTINCT FROM new.storage_key)) EXECUTE FUNCTION thumbs.collect_superseded();
+
+CREATE TRIGGER profiles_checked BEFORE INSERT OR UPDATE OF spec ON thumbs.profiles FOR EACH ROW EXECUTE FUNCTION thumbs.refuse_invalid_profile();
 
 CREATE TRIGGER profiles_version BEFORE UPDATE OF spec ON thumbs.profiles FOR EACH ROW WHEN ((new.spec IS DISTINCT FROM old.spec)) EXECUTE FUNCTION thumbs.bump_profile_version();
 

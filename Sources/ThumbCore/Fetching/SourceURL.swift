@@ -67,6 +67,82 @@ public enum SourceURL {
     return values["Expires"].flatMap { Double($0) }
   }
 
+  /// Why a source URL can never be fetched, as `thumbs.enqueue` refuses it (the database's
+  /// `thumbs.source_problem`, which must agree: SourceURLTests and ProfileCheckTests hold the two to one
+  /// table). nil for a URL worth trying; what only a fetch can tell (addresses, redirects) comes later.
+  public static func problem(_ url: String) -> Problem? {
+    if url.isEmpty { return .empty }
+    guard let separator = url.range(of: "://"), isScheme(url[..<separator.lowerBound]) else {
+      return .notAbsolute
+    }
+    let scheme = url[..<separator.lowerBound].lowercased()
+    guard ["http", "https", "s3"].contains(scheme) else { return .unreadScheme(scheme) }
+    if url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) { return .spaceOrControl }
+    let rest = url[separator.upperBound...]
+    if scheme == "s3" {
+      guard let slash = rest.firstIndex(of: "/"), slash != rest.startIndex,
+        rest.index(after: slash) != rest.endIndex
+      else { return .noObject }
+      return nil
+    }
+    let authority = rest.prefix { !"/?#".contains($0) }
+    let hostAndPort =
+      authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
+    let host: Substring
+    let afterHost: Substring
+    if hostAndPort.hasPrefix("[") {
+      guard let close = hostAndPort.firstIndex(of: "]") else { return .badAuthority }
+      host = hostAndPort[...close]
+      afterHost = hostAndPort[hostAndPort.index(after: close)...]
+    } else {
+      host = hostAndPort.prefix { $0 != ":" }
+      afterHost = hostAndPort[host.endIndex...]
+      if host.contains(where: { "[]@".contains($0) }) { return .badAuthority }
+    }
+    var port: Substring?
+    if !afterHost.isEmpty {
+      guard afterHost.first == ":", afterHost.dropFirst().allSatisfy({ ("0"..."9").contains($0) }) else {
+        return .badAuthority
+      }
+      port = afterHost.dropFirst()
+    }
+    if host.isEmpty || host == "[]" { return .noHost }
+    if let port, !port.isEmpty, port.count > 5 || !(1...65535).contains(Int(port) ?? 0) { return .badPort }
+    return nil
+  }
+
+  /// Why a source URL can never be fetched; `description` is the database's wording.
+  public enum Problem: Equatable, Sendable, CustomStringConvertible {
+    case empty
+    case spaceOrControl
+    case notAbsolute
+    case unreadScheme(String)
+    case noObject
+    case badAuthority
+    case noHost
+    case badPort
+
+    public var description: String {
+      switch self {
+      case .empty: "is empty"
+      case .spaceOrControl: "contains a space or a control character"
+      case .notAbsolute: "is not an absolute URL (scheme://host/path)"
+      case .unreadScheme(let scheme): "has the scheme \(scheme), which thumbd does not read (http, https, s3)"
+      case .noObject: "does not name an object (s3://BUCKET/KEY)"
+      case .badAuthority: "has an invalid host or port"
+      case .noHost: "has no host"
+      case .badPort: "has an invalid port"
+      }
+    }
+  }
+
+  private static func isScheme(_ text: Substring) -> Bool {
+    guard let first = text.unicodeScalars.first, first.isASCIILetter else { return false }
+    return text.unicodeScalars.allSatisfy {
+      $0.isASCIILetter || ("0"..."9").contains($0) || "+.-".unicodeScalars.contains($0)
+    }
+  }
+
   private static func name(of parameter: Substring) -> Substring {
     parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first ?? parameter
   }
@@ -99,4 +175,8 @@ public enum SourceURL {
       }
     }
   }
+}
+
+extension Unicode.Scalar {
+  fileprivate var isASCIILetter: Bool { ("a"..."z").contains(self) || ("A"..."Z").contains(self) }
 }

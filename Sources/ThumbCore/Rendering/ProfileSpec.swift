@@ -4,9 +4,14 @@ public import Foundation
 /// `{"variants": [{"name": "large", "width": 1600, "height": 1600, "fit": "inside", "format": "jpeg",
 /// "quality": 82}, ...]}`. `fit` (inside, cover, fill) defaults to `inside`, `format` (jpeg, webp, png,
 /// avif, auto) to `jpeg`, `quality` to 82, `subsampling` ("4:2:0" or "4:4:4", JPEG only) to "4:2:0",
-/// `progressive` (JPEG only) to false, `speed` (0-9, AVIF only) to 8, `crop` (centre, attention, entropy; `fit: cover` only) to centre.
-/// Unknown keys are refused, so a misspelt option is not ignored.
-/// Every problem is reported with the variant and field it concerns, since operators write these by hand.
+/// `progressive` (JPEG only) to false, `speed` (0-9, AVIF only) to 8, `crop` (centre, attention, entropy;
+/// `fit: cover` only) to centre. A `null` value is the default.
+///
+/// Unknown keys are refused, so a misspelt option is not ignored. Every problem is reported with the
+/// variant and field it concerns, since operators write these by hand: at most one per variant (the
+/// first in the order below), every variant's. The database checks a spec when it is written with the
+/// same rules and the same words (`thumbs.check_profile`, migrations/0015; ProfileCheckTests holds the
+/// two to one table): keep them together.
 public enum ProfileSpec {
   public static let maxDimension = 8192
 
@@ -16,99 +21,173 @@ public enum ProfileSpec {
     public var description: String { "profile '\(profile)' is invalid: \(reason)" }
   }
 
-  private struct RawSpec: Decodable {
-    var variants: [RawVariant]?
-  }
-
-  private struct RawVariant: Decodable {
-    var name: String?
-    var width: Int?
-    var height: Int?
-    var fit: String?
-    var format: String?
-    var quality: Int?
-    var subsampling: String?
-    var progressive: Bool?
-    var speed: Int?
-    var crop: String?
-  }
-
+  static let specKeys: Set<String> = ["variants"]
   static let variantKeys: Set<String> = [
     "name", "width", "height", "fit", "format", "quality", "subsampling", "progressive", "speed", "crop",
   ]
 
   public static func parse(name: String, json: Data) throws(Invalid) -> Profile {
-    let raw: RawSpec
-    do {
-      raw = try JSONDecoder().decode(RawSpec.self, from: json)
-    } catch {
-      throw Invalid(profile: name, reason: "spec is not the expected JSON object (\(error))")
+    switch read(json) {
+    case .success(let variants): return Profile(name: name, variants: variants)
+    case .failure(let problems):
+      throw Invalid(profile: name, reason: problems.list.joined(separator: "; "))
     }
-    guard let rawVariants = raw.variants, !rawVariants.isEmpty else {
-      throw Invalid(profile: name, reason: "spec needs a non-empty \"variants\" array")
+  }
+
+  /// What is wrong with a spec, in order; empty when it is valid.
+  public static func problems(in json: Data) -> [String] {
+    switch read(json) {
+    case .success: return []
+    case .failure(let problems): return problems.list
     }
-    let keySets =
-      ((try? JSONSerialization.jsonObject(with: json)) as? [String: Any])?["variants"] as? [[String: Any]]
-      ?? []
-    for (index, keys) in keySets.enumerated() {
-      let unknown = Set(keys.keys).subtracting(variantKeys).sorted()
-      if let first = unknown.first {
-        let label = (keys["name"] as? String).map { "variant '\($0)'" } ?? "variant #\(index + 1)"
-        throw Invalid(
-          profile: name,
-          reason:
-            "\(label): unknown key \"\(first)\" (known: \(variantKeys.sorted().joined(separator: ", ")))")
-      }
+  }
+
+  struct Problems: Error { var list: [String] }
+
+  static func read(_ json: Data) -> Result<[VariantSpec], Problems> {
+    guard let spec = try? JSONDecoder().decode(SpecValue.self, from: json) else {
+      return .failure(Problems(list: ["spec is not JSON"]))
     }
+    guard case .object(let fields) = spec else {
+      return .failure(Problems(list: ["spec must be a JSON object"]))
+    }
+    if let unknown = unknownKey(fields, known: specKeys) {
+      return .failure(Problems(list: ["unknown key \"\(unknown)\" (known: \(known(specKeys)))"]))
+    }
+    guard case .array(let items)? = fields["variants"], !items.isEmpty else {
+      return .failure(Problems(list: ["spec needs a non-empty \"variants\" array"]))
+    }
+    var problems: [String] = []
     var seen = Set<String>()
     var variants: [VariantSpec] = []
-    for (index, v) in rawVariants.enumerated() {
-      let label = v.name.map { "variant '\($0)'" } ?? "variant #\(index + 1)"
-      func fail(_ why: String) -> Invalid { Invalid(profile: name, reason: "\(label): \(why)") }
-      guard let variantName = v.name, isValidName(variantName) else {
-        throw fail("\"name\" must be 1-64 characters of a-z, 0-9, '_' or '-'")
+    for (index, item) in items.enumerated() {
+      switch variant(item, number: index + 1, seen: &seen) {
+      case .success(let spec): variants.append(spec)
+      case .failure(let problem): problems.append(problem.list[0])
       }
-      guard seen.insert(variantName).inserted else { throw fail("name is used twice") }
-      guard let width = v.width, let height = v.height,
-        (1...maxDimension).contains(width), (1...maxDimension).contains(height)
-      else { throw fail("\"width\" and \"height\" must be integers from 1 to \(maxDimension)") }
-      guard let fit = Fit(rawValue: v.fit ?? "inside") else {
-        throw fail("\"fit\" must be one of \(Fit.allCases.map(\.rawValue).joined(separator: ", "))")
-      }
-      guard let format = VariantFormat(rawValue: v.format ?? "jpeg") else {
-        throw fail(
-          "\"format\" must be one of \(VariantFormat.allCases.map(\.rawValue).joined(separator: ", "))")
-      }
-      let quality = v.quality ?? 82
-      guard (1...100).contains(quality) else { throw fail("\"quality\" must be from 1 to 100") }
-      guard let subsampling = ChromaSubsampling(rawValue: v.subsampling ?? "4:2:0") else {
-        throw fail(
-          "\"subsampling\" must be one of \(ChromaSubsampling.allCases.map(\.rawValue).joined(separator: ", "))"
-        )
-      }
-      if format != .jpeg && (v.subsampling != nil || v.progressive != nil) {
-        throw fail("\"subsampling\" and \"progressive\" apply to \"format\": \"jpeg\" only")
-      }
-      if format != .avif && v.speed != nil { throw fail("\"speed\" applies to \"format\": \"avif\" only") }
-      let speed = v.speed ?? VariantSpec.defaultAVIFSpeed
-      guard (0...9).contains(speed) else { throw fail("\"speed\" must be from 0 to 9") }
-      guard let crop = CropStrategy(rawValue: v.crop ?? "centre") else {
-        throw fail("\"crop\" must be one of \(CropStrategy.allCases.map(\.rawValue).joined(separator: ", "))")
-      }
-      // Only a cover variant cuts anything away; on the others a crop would be silently meaningless.
-      if fit != .cover && v.crop != nil { throw fail("\"crop\" applies to \"fit\": \"cover\" only") }
-      variants.append(
-        VariantSpec(
-          name: variantName, width: width, height: height, fit: fit, format: format, quality: quality,
-          subsampling: subsampling, progressive: v.progressive ?? false, crop: crop, speed: speed))
     }
-    return Profile(name: name, variants: variants)
+    return problems.isEmpty ? .success(variants) : .failure(Problems(list: problems))
+  }
+
+  private static func variant(
+    _ item: SpecValue, number: Int, seen: inout Set<String>
+  ) -> Result<
+    VariantSpec, Problems
+  > {
+    guard case .object(let rawFields) = item else {
+      return .failure(Problems(list: ["variant #\(number): must be a JSON object"]))
+    }
+    let fields = rawFields.filter { $0.value != .null }
+    let givenName: String? = if case .string(let text)? = fields["name"] { text } else { nil }
+    let label = givenName.map { "variant '\($0)'" } ?? "variant #\(number)"
+    func fail(_ why: String) -> Result<VariantSpec, Problems> {
+      .failure(Problems(list: ["\(label): \(why)"]))
+    }
+    if let unknown = unknownKey(fields, known: variantKeys) {
+      return fail("unknown key \"\(unknown)\" (known: \(known(variantKeys)))")
+    }
+    guard let name = givenName, isValidName(name) else {
+      return fail("\"name\" must be 1-64 characters of a-z, 0-9, '_' or '-'")
+    }
+    guard seen.insert(name).inserted else { return fail("name is used twice") }
+    guard let width = integer(fields["width"]), let height = integer(fields["height"]),
+      (1...maxDimension).contains(width), (1...maxDimension).contains(height)
+    else { return fail("\"width\" and \"height\" must be integers from 1 to \(maxDimension)") }
+    guard let fit = choice(fields["fit"], default: Fit.inside) else {
+      return fail("\"fit\" must be one of \(listed(Fit.self))")
+    }
+    guard let format = choice(fields["format"], default: VariantFormat.jpeg) else {
+      return fail("\"format\" must be one of \(listed(VariantFormat.self))")
+    }
+    guard let quality = fields["quality"] == nil ? 82 : integer(fields["quality"]),
+      (1...100).contains(quality)
+    else { return fail("\"quality\" must be an integer from 1 to 100") }
+    guard let subsampling = choice(fields["subsampling"], default: ChromaSubsampling.s420) else {
+      return fail("\"subsampling\" must be one of \(listed(ChromaSubsampling.self))")
+    }
+    var progressive = false
+    switch fields["progressive"] {
+    case nil: break
+    case .bool(let value)?: progressive = value
+    default: return fail("\"progressive\" must be true or false")
+    }
+    if format != .jpeg && (fields["subsampling"] != nil || fields["progressive"] != nil) {
+      return fail("\"subsampling\" and \"progressive\" apply to \"format\": \"jpeg\" only")
+    }
+    if format != .avif && fields["speed"] != nil {
+      return fail("\"speed\" applies to \"format\": \"avif\" only")
+    }
+    guard let speed = fields["speed"] == nil ? VariantSpec.defaultAVIFSpeed : integer(fields["speed"]),
+      (0...9).contains(speed)
+    else { return fail("\"speed\" must be an integer from 0 to 9") }
+    guard let crop = choice(fields["crop"], default: CropStrategy.centre) else {
+      return fail("\"crop\" must be one of \(listed(CropStrategy.self))")
+    }
+    // Only a cover variant cuts anything away; on the others a crop would be silently meaningless.
+    if fit != .cover && fields["crop"] != nil { return fail("\"crop\" applies to \"fit\": \"cover\" only") }
+    return .success(
+      VariantSpec(
+        name: name, width: width, height: height, fit: fit, format: format, quality: quality,
+        subsampling: subsampling, progressive: progressive, crop: crop, speed: speed))
   }
 
   static func isValidName(_ name: String) -> Bool {
-    !name.isEmpty && name.count <= 64
+    !name.isEmpty && name.unicodeScalars.count <= 64
       && name.unicodeScalars.allSatisfy {
         ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-"
       }
+  }
+
+  /// The first unknown key in byte order (the database sorts them the same way).
+  private static func unknownKey(_ fields: [String: SpecValue], known: Set<String>) -> String? {
+    fields.keys.filter { !known.contains($0) }.min { Array($0.utf8).lexicographicallyPrecedes($1.utf8) }
+  }
+
+  private static func known(_ keys: Set<String>) -> String { keys.sorted().joined(separator: ", ") }
+
+  private static func listed<T: CaseIterable & RawRepresentable<String>>(_: T.Type) -> String {
+    T.allCases.map(\.rawValue).joined(separator: ", ")
+  }
+
+  /// A whole number (written `82`, `82.0` or `8.2e1` alike, as the database compares them), else nil.
+  private static func integer(_ value: SpecValue?) -> Int? {
+    guard case .number(let number)? = value, number == number.rounded(), abs(number) < 1e9 else { return nil }
+    return Int(number)
+  }
+
+  /// The named case; `fallback` when the key is absent; nil for anything else.
+  private static func choice<T: RawRepresentable<String>>(_ value: SpecValue?, default fallback: T) -> T? {
+    switch value {
+    case nil: return fallback
+    case .string(let text)?: return T(rawValue: text)
+    default: return nil
+    }
+  }
+}
+
+/// A JSON value, as a spec holds it: enough to say exactly which field has the wrong kind of value.
+enum SpecValue: Decodable, Equatable {
+  case null
+  case bool(Bool)
+  case number(Double)
+  case string(String)
+  case array([SpecValue])
+  case object([String: SpecValue])
+
+  init(from decoder: any Decoder) throws {
+    let container = try decoder.singleValueContainer()
+    if container.decodeNil() {
+      self = .null
+    } else if let value = try? container.decode(Bool.self) {
+      self = .bool(value)
+    } else if let value = try? container.decode(Double.self) {
+      self = .number(value)
+    } else if let value = try? container.decode(String.self) {
+      self = .string(value)
+    } else if let value = try? container.decode([SpecValue].self) {
+      self = .array(value)
+    } else {
+      self = .object(try container.decode([String: SpecValue].self))
+    }
   }
 }

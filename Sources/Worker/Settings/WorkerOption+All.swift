@@ -212,6 +212,21 @@ extension WorkerOption {
         settings.webhookAllowHosts = value
       }, render: { $0.webhookAllowHosts }),
     WorkerOption(
+      "public-url-base", .value(placeholder: "URL"), default: "none",
+      help:
+        "where the thumbnails are served from: events and webhooks give each its `url`, this followed by its storage key",
+      apply: { value, settings throws(OptionError.Problem) in
+        if value.isEmpty || value.lowercased() == "none" {
+          settings.publicURLBase = nil
+          return
+        }
+        guard let components = URLComponents(string: value),
+          ["http", "https"].contains(components.scheme?.lowercased()), components.host?.isEmpty == false,
+          components.query == nil, components.fragment == nil
+        else { throw .init("'\(SourceURL.shown(value))' is not an http or https URL without a query") }
+        settings.publicURLBase = value.hasSuffix("/") ? value : value + "/"
+      }, render: { $0.publicURLBase ?? "none" }),
+    WorkerOption(
       "http-address", .value(placeholder: "HOST:PORT"),
       help: "where `/healthz`, `/readyz`, `/metrics` and `/debug/jobs` are served; `off` disables",
       apply: { value, settings throws(OptionError.Problem) in

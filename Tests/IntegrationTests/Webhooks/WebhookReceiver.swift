@@ -5,7 +5,8 @@ import Transport
 
 /// Tests/Support/webhook-receiver.py on a free loopback port: verifies each delivery with the Standard
 /// Webhooks reference library (the test virtualenv's `standardwebhooks`) against its own secrets, and
-/// answers as told.
+/// answers as told; and validates each one against the JSON Schemas the project ships (docs/schemas):
+/// `received()` records an issue for every delivery that breaks them.
 final class WebhookReceiver: @unchecked Sendable {
   let helper: HelperProcess
   let port: Int
@@ -14,8 +15,10 @@ final class WebhookReceiver: @unchecked Sendable {
   /// `port` 0: a free one; another port: that one (a receiver coming back where it was).
   init(secrets: [String], port: Int = 0) throws {
     let script = TestDatabase.repoRoot.appendingPathComponent("Tests/Support/webhook-receiver.py").path
+    let schemas = TestDatabase.repoRoot.appendingPathComponent("docs/schemas").path
     helper = try HelperProcess(
-      testVirtualenv + "/bin/python", [script, "--port", "\(port)"] + secrets.flatMap { ["--secret", $0] })
+      testVirtualenv + "/bin/python",
+      [script, "--port", "\(port)", "--schemas", schemas] + secrets.flatMap { ["--secret", $0] })
     self.port = try helper.announcedPort()
   }
 
@@ -39,18 +42,38 @@ final class WebhookReceiver: @unchecked Sendable {
       var type: String
       var job_id: Int64
       var external_id: String?
-      var source_url: String
+      var source_url: String?
+      /// The body's data.metadata, as JSON with sorted keys.
+      var metadata: String
+      /// Each variant's `url`, if it has one.
+      var urls: [String?]
+    }
+    struct Invalid: Decodable, Equatable {
+      var id: String?
+      var errors: [String]
     }
     var accepted: [Delivery]
     var rejected: Int
     var posts: Int
     var answered: [String: Int]
+    var invalid: [Invalid]
   }
 
   func received() async throws -> Received {
     let response = try await multi.send(HTTPRequest(method: .get, url: "http://127.0.0.1:\(port)/_received"))
       .get()
-    return try JSONDecoder().decode(Received.self, from: Data(response.body))
+    let received = try JSONDecoder().decode(Received.self, from: Data(response.body))
+    #expect(received.invalid.isEmpty, "deliveries that break docs/schemas: \(received.invalid)")
+    return received
+  }
+
+  /// What the shipped schemas find wrong with a webhook body; empty when it is valid.
+  func schemaErrors(_ body: String) async throws -> [String] {
+    let response = try await multi.send(
+      HTTPRequest(method: .post, url: "http://127.0.0.1:\(port)/_validate", body: Array(body.utf8))
+    ).get()
+    struct Answer: Decodable { var errors: [String] }
+    return try JSONDecoder().decode(Answer.self, from: Data(response.body)).errors
   }
 
   /// What was received once `done` holds, or after `timeout` seconds.

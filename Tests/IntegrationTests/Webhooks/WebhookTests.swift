@@ -25,6 +25,7 @@ struct WebhookTests {
       config.webhookDelivery.retry.backoff = Backoff(first: .milliseconds(200), cap: .seconds(1))
       config.webhookDelivery.pollInterval = 0.2
       config.webhookDelivery.timeout = 2
+      config.publicURLBase = "https://cdn.example.com/thumbs/"
     }
   }
 
@@ -39,7 +40,10 @@ struct WebhookTests {
     // Registered before the jobs: the endpoint starts after the newest event.
     try await Task.sleep(for: .milliseconds(500))
     let photo = fixture.origin.url("/files/photo.jpg?X-Amz-Signature=SECRET&X-Amz-Credential=AKIA")
-    try sql(database, "SELECT thumbs.enqueue($1, external_id => 'photo-1')", [photo])
+    try sql(
+      database,
+      #"SELECT thumbs.enqueue($1, external_id => 'photo-1', metadata => '{"user_id": 42, "album": "x"}')"#,
+      [photo])
     try sql(database, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/files/gone.jpg")])
     let received = try await receiver.received(until: { $0.accepted.count >= 2 })
     #expect(received.rejected == 0, "every delivery verifies with the new key")
@@ -49,11 +53,41 @@ struct WebhookTests {
     #expect(Set(received.accepted.map(\.type)) == ["thumbnail.succeeded", "thumbnail.failed"])
     let success = try #require(received.accepted.first { $0.type == "thumbnail.succeeded" })
     #expect(success.external_id == "photo-1")
-    #expect(!success.source_url.contains("SECRET") && !success.source_url.contains("AKIA"))
+    #expect(success.source_url?.contains("SECRET") == false && success.source_url?.contains("AKIA") == false)
+    // The backend's own metadata comes back, and each thumbnail's public URL (--public-url-base).
+    #expect(success.metadata == #"{"album": "x", "user_id": 42}"#)
+    let keys = try sql(
+      database, "SELECT storage_key FROM thumbs.variants WHERE job_id = $1::bigint ORDER BY name",
+      ["\(success.job_id)"]
+    ).rows.map { "https://cdn.example.com/thumbs/" + $0[0]! }
+    #expect(success.urls == keys && keys.count == 4)
+    let failure = try #require(received.accepted.first { $0.type == "thumbnail.failed" })
+    #expect(failure.metadata == "{}" && failure.urls.isEmpty)
     let states = try sql(database, "SELECT state, count(*) FROM thumbs.webhook_deliveries GROUP BY state")
       .rows
     #expect(states == [["delivered", "2"]])
     _ = try await worker.stop()
+  }
+
+  /// The shipped schemas (docs/schemas) take every real delivery (the receiver checks each one in every
+  /// test here) and refuse a body that breaks them.
+  @Test func theSchemasRefuseABodyThatBreaksThem() async throws {
+    let receiver = try WebhookReceiver(secrets: [Self.newSecret])
+    let good = #"""
+      {"type": "thumbnail.failed", "timestamp": "2026-11-24T19:34:02Z", "data": {"job_id": 2,
+       "external_id": "photo-43", "source_url": "https://photos.example/missing.jpg", "profile": "default",
+       "state": "failed", "error_code": "not_found", "error": "answered HTTP 404", "thumbhash": null,
+       "variants": [], "attempts": 1, "rerender": false, "warnings": [], "metadata": {"user_id": 42}}}
+      """#
+    #expect(try await receiver.schemaErrors(good) == [])
+    let wrongType = good.replacingOccurrences(of: "thumbnail.failed", with: "thumbnail.done")
+    #expect(try await receiver.schemaErrors(wrongType).contains { $0.hasPrefix("type:") })
+    let disagreeing = good.replacingOccurrences(of: "thumbnail.failed", with: "thumbnail.succeeded")
+    #expect(try await receiver.schemaErrors(disagreeing).contains { $0.hasPrefix("data/state:") })
+    let noJob = good.replacingOccurrences(of: #""job_id": 2,"#, with: "")
+    #expect(try await receiver.schemaErrors(noJob) == ["data: 'job_id' is a required property"])
+    let noMetadata = good.replacingOccurrences(of: #", "metadata": {"user_id": 42}"#, with: "")
+    #expect(try await receiver.schemaErrors(noMetadata) == ["data: 'metadata' is a required property"])
   }
 
   @Test func a410StopsTheEndpointUntilItIsEnabledAndReplayed() async throws {
