@@ -18,9 +18,10 @@
 --   an object is now kept alive only by a current thumbnail: a finished job's thumbs.variants rows stay
 --   as history, naming objects that may be gone (join thumbs.current_variants on storage_key to tell).
 -- * A photo remembers the URL its thumbnails were made from as it was enqueued (last_source_url, a
---   presigned URL's signature included): a re-render fetches that, and an expired presigned URL fails
---   the re-render job as source_expired, which keeps the current thumbnails and tells the backend to
---   enqueue a fresh URL.
+--   presigned URL's signature included) and that job's metadata: a re-render fetches that URL and
+--   carries that metadata, and an expired presigned URL fails the re-render job as source_expired,
+--   which keeps the current thumbnails and tells the backend (whose metadata it carries) to enqueue a
+--   fresh URL.
 --
 -- Runs again unchanged on a schema that already has it.
 
@@ -385,7 +386,9 @@ SELECT thumbs.add_gc_candidates(array_agg(DISTINCT v.storage_key), 'superseded')
 -- The URL a photo's thumbnails were made from, as enqueued: what a re-render fetches.
 ALTER TABLE thumbs.photos ADD COLUMN IF NOT EXISTS last_source_url text;
 COMMENT ON COLUMN thumbs.photos.last_source_url IS 'The URL the current thumbnails were rendered from, as enqueued (a presigned URL with its signature): what thumbs.rerender fetches';
-UPDATE thumbs.photos ph SET last_source_url = j.source_url
+ALTER TABLE thumbs.photos ADD COLUMN IF NOT EXISTS metadata jsonb;
+COMMENT ON COLUMN thumbs.photos.metadata IS 'The metadata of the job that made the current thumbnails: what a re-render job carries';
+UPDATE thumbs.photos ph SET last_source_url = j.source_url, metadata = j.metadata
   FROM thumbs.jobs j
  WHERE j.id = ph.job_id AND ph.last_source_url IS NULL AND j.source_url IS NOT NULL;
 
@@ -400,7 +403,8 @@ BEGIN
     RAISE EXCEPTION 'thumbs.rerender: no profile named %', rerender.profile USING ERRCODE = '22023';
   END IF;
   WITH stale AS (
-    SELECT ph.external_id, coalesce(ph.last_source_url, ph.source_url) AS source_url FROM thumbs.photos ph
+    SELECT ph.external_id, coalesce(ph.last_source_url, ph.source_url) AS source_url, ph.metadata
+      FROM thumbs.photos ph
      WHERE ph.profile = rerender.profile AND ph.spec_version IS DISTINCT FROM present
        AND NOT EXISTS (
          SELECT 1 FROM thumbs.jobs j
@@ -416,8 +420,9 @@ BEGIN
      ORDER BY ph.id
      LIMIT batch_size),
   inserted AS (
-    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, external_id, rerender, spec_version)
-    SELECT s.source_url, rerender.profile, -1000, s.external_id, true, present FROM stale s
+    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, external_id, rerender, spec_version, metadata)
+    SELECT s.source_url, rerender.profile, -1000, s.external_id, true, present, coalesce(s.metadata, '{}')
+      FROM stale s
     ON CONFLICT DO NOTHING
     RETURNING 1)
   SELECT count(*) INTO added FROM inserted;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A loopback webhook receiver that verifies Standard Webhooks signatures, for thumbd's webhook tests.
 
-    webhook-receiver.py --secret whsec_... [--secret whsec_...] [--port 0] [--schemas DIR]
+    webhook-receiver.py --secret whsec_... [--secret whsec_...] [--port 0] [--schemas DIR] [--print]
 
 Prints exactly one line "PORT <n>" on stdout, then serves until killed. Signatures are checked with
 the Standard Webhooks reference library (PyPI's `standardwebhooks`): a delivery is accepted when one of
@@ -58,6 +58,7 @@ def schema_errors(body):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     webhooks = []
+    show = False
 
     def log_message(self, *args):
         pass
@@ -108,6 +109,10 @@ class Handler(BaseHTTPRequestHandler):
             except WebhookVerificationError:
                 continue
         errors = schema_errors(verified) if verified is not None and validator is not None else []
+        if verified is not None and Handler.show:
+            shown = "".join(f"{k}: {v}\n" for k, v in self.headers.items())
+            print(f"{self.command} {self.path} {self.request_version}\n{shown}\n{body.decode()}\n"
+                  f"({'valid' if not errors else errors})\n", flush=True)
         with lock:
             state["posts"] += 1
             if errors:
@@ -144,11 +149,13 @@ def main():
     parser.add_argument("--secret", action="append", required=True)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--schemas")
+    parser.add_argument("--print", action="store_true", help="print each verified delivery (headers and body) to stdout")
     args = parser.parse_args()
     global validator
     if args.schemas:
         validator = load_schemas(args.schemas)
     Handler.webhooks = [Webhook(secret) for secret in args.secret]
+    Handler.show = args.print
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     print(f"PORT {server.server_address[1]}", flush=True)

@@ -15,7 +15,7 @@
 --                    objects (migrations/0013), LISTEN/NOTIFY.
 --   thumbd_enqueuer  the photo backend: thumbs.enqueue, thumbs.retry, thumbs.cancel, thumbs.forget,
 --                    thumbs.forget_external, thumbs.rerender (SECURITY DEFINER), thumbs.source_identity,
---                    and reading thumbs.jobs, thumbs.variants, thumbs.queue_overview,
+--                    thumbs.check_profile (a spec checked without saving it), and reading thumbs.jobs, thumbs.variants, thumbs.queue_overview,
 --                    thumbs.current_variants, thumbs.events (and thumbs.events_after),
 --                    thumbs.rerender_overview. Nothing else: it cannot update or delete jobs itself,
 --                    change profiles or administer webhooks (thumbd_admin's).
@@ -76,6 +76,8 @@ GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview, thumbs.curr
   thumbs.events, thumbs.rerender_overview TO thumbd_enqueuer;
 -- The photo identity of a source URL (how a presigned URL is looked up), and the events' cursor.
 GRANT EXECUTE ON FUNCTION thumbs.events_after(text, integer), thumbs.source_identity(text) TO thumbd_enqueuer;
+-- A profile spec checked before an operator saves it (migrations/0015).
+GRANT EXECUTE ON FUNCTION thumbs.check_profile(jsonb) TO thumbd_enqueuer;
 
 -- Operators.
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA thumbs TO thumbd_admin;

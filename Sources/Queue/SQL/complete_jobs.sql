@@ -16,7 +16,7 @@
 -- metadata, each variant with its public `url` when $16 (the worker's --public-url-base, ending in a
 -- slash) is given (migrations/0015), and announced on thumbs_events; notified counts the announcements
 -- (evaluated once, on the first row). The photo keeps the URL its thumbnails came from, as enqueued,
--- for a re-render.
+-- and the job's metadata, for a re-render.
 --
 -- Collection (migrations/0013): a job naming an object that is being deleted, or was deleted after the
 -- job was leased (it may have found the object before the delete and skipped its upload), is not
@@ -78,28 +78,30 @@ stored AS (
   RETURNING v.job_id),
 by_external AS (
   INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
-                                  spec_version, last_source_url)
+                                  spec_version, last_source_url, metadata)
   SELECT DISTINCT ON (d.external_id, d.profile)
-         d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version, d.source_url
+         d.external_id, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version, d.source_url,
+         d.metadata
     FROM done d WHERE d.external_id IS NOT NULL
    ORDER BY d.external_id, d.profile, d.id DESC
   ON CONFLICT (external_id, profile) WHERE external_id IS NOT NULL DO UPDATE
      SET source_url = excluded.source_url, job_id = excluded.job_id, render_key = excluded.render_key,
          thumbhash = excluded.thumbhash, spec_version = excluded.spec_version,
-         last_source_url = excluded.last_source_url, updated_at = now()
+         last_source_url = excluded.last_source_url, metadata = excluded.metadata, updated_at = now()
    WHERE p.job_id < excluded.job_id
   RETURNING p.id, p.job_id),
 by_source AS (
   INSERT INTO thumbs.photos AS p (external_id, source_url, profile, job_id, render_key, thumbhash,
-                                  spec_version, last_source_url)
+                                  spec_version, last_source_url, metadata)
   SELECT DISTINCT ON (d.source_key, d.profile)
-         NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version, d.source_url
+         NULL, d.source_key, d.profile, d.id, d.render_key, d.thumbhash, d.spec_version, d.source_url,
+         d.metadata
     FROM done d WHERE d.external_id IS NULL
    ORDER BY d.source_key, d.profile, d.id DESC
   ON CONFLICT (source_url, profile) WHERE external_id IS NULL DO UPDATE
      SET job_id = excluded.job_id, render_key = excluded.render_key, thumbhash = excluded.thumbhash,
          spec_version = excluded.spec_version, last_source_url = excluded.last_source_url,
-         updated_at = now()
+         metadata = excluded.metadata, updated_at = now()
    WHERE p.job_id < excluded.job_id
   RETURNING p.id, p.job_id),
 current AS (SELECT id, job_id FROM by_external UNION ALL SELECT id, job_id FROM by_source),

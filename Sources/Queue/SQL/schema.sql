@@ -498,7 +498,8 @@ BEGIN
     RAISE EXCEPTION 'thumbs.rerender: no profile named %', rerender.profile USING ERRCODE = '22023';
   END IF;
   WITH stale AS (
-    SELECT ph.external_id, coalesce(ph.last_source_url, ph.source_url) AS source_url FROM thumbs.photos ph
+    SELECT ph.external_id, coalesce(ph.last_source_url, ph.source_url) AS source_url, ph.metadata
+      FROM thumbs.photos ph
      WHERE ph.profile = rerender.profile AND ph.spec_version IS DISTINCT FROM present
        AND NOT EXISTS (
          SELECT 1 FROM thumbs.jobs j
@@ -514,8 +515,9 @@ BEGIN
      ORDER BY ph.id
      LIMIT batch_size),
   inserted AS (
-    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, external_id, rerender, spec_version)
-    SELECT s.source_url, rerender.profile, -1000, s.external_id, true, present FROM stale s
+    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, external_id, rerender, spec_version, metadata)
+    SELECT s.source_url, rerender.profile, -1000, s.external_id, true, present, coalesce(s.metadata, '{}')
+      FROM stale s
     ON CONFLICT DO NOTHING
     RETURNING 1)
   SELECT count(*) INTO added FROM inserted;
@@ -664,10 +666,13 @@ CREATE TABLE thumbs.photos (
     thumbhash text,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     spec_version bigint,
-    last_source_url text
+    last_source_url text,
+    metadata jsonb
 );
 
 COMMENT ON COLUMN thumbs.photos.last_source_url IS 'The URL the current thumbnails were rendered from, as enqueued (a presigned URL with its signature): what thumbs.rerender fetches';
+
+COMMENT ON COLUMN thumbs.photos.metadata IS 'The metadata of the job that made the current thumbnails: what a re-render job carries';
 
 CREATE VIEW thumbs.current_variants AS
  SELECT p.external_id,

@@ -109,4 +109,58 @@ struct PresignedSourceTests {
     }
     #expect(errors[1].contains("photos:****@"), "\(errors[1])")
   }
+
+  /// A re-render of a photo enqueued by a presigned URL fetches that URL, expired by then: the job fails
+  /// as source_expired, its event names the photo, the current thumbnails stay; enqueueing a fresh URL
+  /// of the photo renders it with the present spec, after which nothing about it is stale or failed.
+  @Test func aReRenderThatMeetsAnExpiredURLKeepsTheThumbnailsUntilAFreshURLComes() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    func current() throws -> [[String?]] {
+      try sql(
+        database,
+        "SELECT name, storage_key FROM thumbs.current_variants WHERE external_id = 'photo-1' ORDER BY 1"
+      ).rows
+    }
+    // Valid for three more seconds at the origin: enough for the first render, expired at the re-render.
+    let shortLived = Self.presigned(fixture, signature: "FIRSTSIGNING", age: 3597, lifetime: 3600)
+    try sql(
+      database, "SELECT thumbs.enqueue($1, external_id => 'photo-1', metadata => '{\"user_id\": 7}')",
+      [shortLived])
+    #expect(try await drainQueue(databaseURL: database, storage: fixture.storage).succeeded == 1)
+    let before = try current()
+    #expect(before.count == 4)
+    try await Task.sleep(for: .seconds(4))
+
+    try sql(
+      database,
+      "UPDATE thumbs.profiles SET spec = jsonb_set(spec, '{variants,2,quality}', '71') WHERE name = 'default'"
+    )
+    #expect(try sql(database, "SELECT thumbs.rerender('default')").rows == [["1"]])
+    #expect(try await drainQueue(databaseURL: database, storage: fixture.storage).failed == 1)
+    let event = try sql(
+      database,
+      """
+      SELECT payload->>'external_id', payload->>'error_code', payload->>'rerender', payload->'metadata'->>'user_id'
+        FROM thumbs.events WHERE kind = 'failed'
+      """
+    ).rows
+    #expect(event == [["photo-1", "source_expired", "true", "7"]])
+    #expect(try current() == before, "the photo keeps its thumbnails")
+    #expect(try sql(database, "SELECT thumbs.rerender('default')").rows == [["0"]], "not again for this spec")
+    #expect(
+      try sql(database, "SELECT stale, failed FROM thumbs.rerender_overview WHERE profile = 'default'").rows
+        == [["1", "1"]])
+
+    // The backend answers the event with a fresh URL of the photo.
+    let fresh = Self.presigned(fixture, signature: "SECONDSIGNING")
+    try sql(database, "SELECT thumbs.enqueue($1, external_id => 'photo-1')", [fresh])
+    #expect(try await drainQueue(databaseURL: database, storage: fixture.storage).succeeded == 1)
+    let after = try current()
+    #expect(after.count == 4 && after[2] != before[2], "the small variant was made with the new quality")
+    #expect(
+      try sql(database, "SELECT stale, failed FROM thumbs.rerender_overview WHERE profile = 'default'").rows
+        == [["0", "0"]])
+    #expect(try sql(database, "SELECT thumbs.rerender('default')").rows == [["0"]])
+  }
 }

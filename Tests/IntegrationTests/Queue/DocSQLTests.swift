@@ -6,7 +6,8 @@ import Testing
 /// with `-- as thumbd_enqueuer` (the backend), `-- as thumbd_admin` (an operator) or `-- as
 /// thumbd_worker`, and is run by a login member of that role after deploy/sql/roles.sql, on a database
 /// with a few jobs in it. A block that names no role fails, and so does one its role may not run: the
-/// docs and the grants cannot drift apart. Each block runs in a transaction that is rolled back, so that
+/// docs and the grants cannot drift apart. A block that shows a refusal says so after its role
+/// (`-- as thumbd_admin (an operator): refused with 23514`) and must fail with that SQLSTATE. Each block runs in a transaction that is rolled back, so that
 /// one block's change (a profile, a cancelled job) does not decide the next one's.
 @Suite(.serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)))
 struct DocSQLTests {
@@ -17,6 +18,8 @@ struct DocSQLTests {
     var document: String
     var line: Int
     var role: String?
+    /// The SQLSTATE the block shows being refused with; nil: it must run.
+    var refusal: String?
     var text: String
     var description: String { "\(document):\(line)" }
   }
@@ -43,8 +46,11 @@ struct DocSQLTests {
       }
       let first = body.first { !$0.trimmingCharacters(in: .whitespaces).isEmpty } ?? ""
       let role = first.wholeMatch(of: /--\s*as (thumbd_[a-z]+)\b.*/).map { String($0.1) }
+      let refusal = first.firstMatch(of: /refused with ([0-9A-Z]{5})/).map { String($0.1) }
       blocks.append(
-        Block(document: document, line: index - body.count, role: role, text: body.joined(separator: "\n")))
+        Block(
+          document: document, line: index - body.count, role: role, refusal: refusal,
+          text: body.joined(separator: "\n")))
       index += 1
     }
     return blocks
@@ -91,6 +97,12 @@ struct DocSQLTests {
         defer { session.close() }
         do {
           try session.execute(script: "BEGIN;\n\(block.text)\n;ROLLBACK;")
+          if let refusal = block.refusal {
+            Issue.record("\(block) as \(role) ran, but the text shows it refused with \(refusal)")
+          }
+          checked += 1
+        } catch  where block.refusal != nil {
+          #expect(error.sqlState == block.refusal, "\(block) as \(role): \(error)")
           checked += 1
         } catch {
           Issue.record("\(block) as \(role): \(error)\n\(block.text)")

@@ -91,6 +91,11 @@ struct RolesTests {
     #expect(try sql(e, "SELECT thumbs.rerender('default')").rows.count == 1)
     #expect(try sql(e, "SELECT count(*) FROM thumbs.rerender_overview").rows.count == 1)
     #expect(try sql(e, "SELECT thumbs.forget_external('nobody')").rows.count == 1)
+    // A spec checked before an operator saves it.
+    #expect(
+      try sql(e, #"SELECT thumbs.check_profile('{"variants": []}')"#).rows == [
+        [#"{"spec needs a non-empty \"variants\" array"}"#]
+      ])
     let denied = "42501"  // insufficient_privilege
     // Profiles and webhooks are the operators'.
     #expect(refusal(e, "SELECT thumbs.enable_webhook('https://example.com/hook')") == denied)
