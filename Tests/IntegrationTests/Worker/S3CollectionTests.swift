@@ -240,6 +240,34 @@ struct S3CollectionTests {
         == "0")
   }
 
+  /// An edited photo (its external id enqueued with a new original): once the new thumbnails are
+  /// current, the old ones leave the bucket within the grace (0 here) plus a pass; the objects left are
+  /// exactly the current ones, and the job history still lists both jobs' variants.
+  @Test func anEditedPhotoLeavesExactlyItsCurrentObjectsInTheBucket() async throws {
+    let fixture = try fixture()
+    try Data(try makeTestJPEG(width: 900, height: 700)).write(
+      to: fixture.folder.appendingPathComponent("edited.jpg"))
+    let worker = try worker(fixture)
+    defer { worker.send(SIGKILL) }
+    let first = try enqueue(fixture, "a")
+    #expect(try await eventually(timeout: 30) { try state(fixture, first) == "succeeded" })
+    let old = Set(try keys(fixture))
+    let second = try sql(
+      fixture.database, "SELECT thumbs.enqueue($1, external_id => 'photo-a')",
+      [fixture.origin.url("/files/edited.jpg")]
+    ).rows[0][0]!
+    #expect(try await eventually(timeout: 30) { try state(fixture, second) == "succeeded" })
+    let current = Set(
+      try sql(fixture.database, "SELECT storage_key FROM thumbs.current_variants").rows.map { $0[0]! })
+    #expect(old.count == 4 && current.count == 4 && old.isDisjoint(with: current), "\(old) \(current)")
+    #expect(
+      try await eventually(timeout: 30) { try old.allSatisfy { try !exists($0) } },
+      "the edited photo's old thumbnails left the bucket; log:\n\(worker.log)")
+    #expect(try current.allSatisfy { try exists($0) })
+    #expect(try sql(fixture.database, "SELECT count(*) FROM thumbs.variants").rows == [["8"]])
+    #expect(try Set(keys(fixture)) == old.union(current), "the history names both")
+  }
+
   @Test func gcFindsAnOrphanAndDeletesItWhileNamedObjectsStay() async throws {
     let fixture = try fixture()
     let worker = try worker(fixture, ["THUMBD_GC_INTERVAL": "0"])
