@@ -2,9 +2,10 @@
 -- thumbnails collected.
 --
 -- * thumbs.enqueue refuses a source that can never be fetched (SQLSTATE 22023): no scheme, a scheme
---   thumbd does not read, no host, a bad port, an s3:// URL without a key, a space or control character.
+--   thumbd does not read, no host, a bad port, an s3:// URL without a key, a space or control character
+--   in an http(s) URL (an S3 key is read byte for byte, spaces included).
 --   thumbs.source_problem says why; the worker's SourceURL.problem gives the same answers (SourceURLTests
---   and ProfileCheckTests hold the two to one table). What only a fetch can tell (the address a host
+--   and BackendChecksTests hold the two to one table). What only a fetch can tell (the address a host
 --   resolves to, a redirect) stays the worker's: blocked_source.
 -- * thumbs.check_profile(spec) lists what is wrong with a profile spec, in the worker's words
 --   (ProfileSpec in ThumbCore; the same tests hold them together); thumbs.profiles refuses a spec with
@@ -47,9 +48,6 @@ BEGIN
   IF scheme NOT IN ('http', 'https', 's3') THEN
     RETURN format('has the scheme %s, which thumbd does not read (http, https, s3)', scheme);
   END IF;
-  IF url ~ '[\x01-\x20\x7f]' THEN
-    RETURN 'contains a space or a control character';
-  END IF;
   rest := substr(url, sep + 3);
   IF scheme = 's3' THEN
     -- s3://BUCKET/KEY: a bucket before the first slash, a key after it.
@@ -57,6 +55,10 @@ BEGIN
       RETURN 'does not name an object (s3://BUCKET/KEY)';
     END IF;
     RETURN NULL;
+  END IF;
+  -- (An S3 key is read byte for byte, spaces included; a URL is not.)
+  IF url ~ '[\x01-\x20\x7f]' THEN
+    RETURN 'contains a space or a control character';
   END IF;
   -- After the userinfo (up to the last @): a host name or address, or [IPv6], and an optional port.
   authority := substring(rest FROM '^[^/?#]*');

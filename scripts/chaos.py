@@ -29,12 +29,12 @@ At the end every worker gets SIGTERM, and the driver prints each invariant with 
 
   every job terminal, with the outcome its URL calls for (permanent codes only for failures);
   no job with more attempts than allowed, or with variant rows other than its profile's;
-  every succeeded job's objects exist, hash to their key, and decode at their row's size (djpeg);
+  every object a current thumbnail names exists, hashes to its key, and decodes at its row's size (djpeg);
   zombie writes refused: leases lost (from /metrics) and lease_lost log lines, at least one;
   no worker's peak RSS (VmHWM) above its budget plus an idle worker's size;
   no worker exited by itself, and each ended with exit 0 on SIGTERM, the one restarted a moment before
   the SIGTERM included (it gets it while its start-up, first rescue and housekeeping may still run);
-  no object that something live names was ever missing (sampled every second through the run, each
+  no object a current thumbnail names was ever missing (sampled every second through the run, each
   miss checked again before it counts);
   no object of a forgotten photo outlives the grace plus one collection pass (checked that long, plus a
   killed collector's claim, after the last forget, the end of the last fault and the last job's end),
@@ -401,18 +401,17 @@ class Eraser:
         self.rerender_calls.append(int(self.core.sql("SELECT thumbs.rerender('default', 25)")[0][0]))
 
     def check_named_objects(self, storage):
-        """Every object a live row names must be in storage. A miss is looked at again half a second
-        later: it counts only if the object is still named and still missing then."""
-        named = [r[0] for r in self.core.sql(
-            "SELECT storage_key FROM thumbs.photo_variants UNION SELECT storage_key FROM thumbs.variants")]
+        """Every object a current thumbnail names must be in storage (the job history keeps none alive:
+        an edit's or a re-render's superseded objects are collected). A miss is looked at again half a
+        second later: it counts only if the object is still named and still missing then."""
+        named = [r[0] for r in self.core.sql("SELECT DISTINCT storage_key FROM thumbs.photo_variants")]
         self.samples += 1
         gone = [k for k in named if not os.path.exists(os.path.join(storage, k))]
         if not gone:
             return
         time.sleep(0.5)
         still = {r[0] for r in self.core.sql(
-            "SELECT storage_key FROM thumbs.photo_variants WHERE storage_key = ANY (string_to_array(:'p1', ',')) "
-            "UNION SELECT storage_key FROM thumbs.variants WHERE storage_key = ANY (string_to_array(:'p1', ','))",
+            "SELECT storage_key FROM thumbs.photo_variants WHERE storage_key = ANY (string_to_array(:'p1', ','))",
             ",".join(gone))}
         self.missing += [k for k in gone if k in still and not os.path.exists(os.path.join(storage, k))]
 
@@ -713,8 +712,7 @@ def check(core, args, expected, workers, idle_kib, held, eraser):
     verdict("one set of variant rows per succeeded job, none for others", bad_sets == "0",
             f"{bad_sets} jobs with another count")
 
-    objects = core.sql("SELECT storage_key, width, height, bytes FROM thumbs.variants "
-                       "UNION SELECT storage_key, width, height, bytes FROM thumbs.photo_variants")
+    objects = core.sql("SELECT DISTINCT storage_key, width, height, bytes FROM thumbs.photo_variants")
     broken = []
     for key, width, height, size in objects:
         path = os.path.join(args.storage, key)
@@ -780,8 +778,7 @@ def check(core, args, expected, workers, idle_kib, held, eraser):
             f"{eraser.samples} samples of every named object, {len(eraser.missing)} missing"
             + (f" ({'; '.join(sorted(set(eraser.missing))[:3])})" if eraser.missing else ""))
 
-    named = {r[0] for r in core.sql(
-        "SELECT storage_key FROM thumbs.photo_variants UNION SELECT storage_key FROM thumbs.variants")}
+    named = {r[0] for r in core.sql("SELECT storage_key FROM thumbs.photo_variants")}
     forgotten_keys = set().union(*[f["keys"] for f in eraser.forgets]) if eraser.forgets else set()
     left = sorted(k for k in forgotten_keys - named if os.path.exists(os.path.join(args.storage, k)))
     open_erasures = core.sql("SELECT count(*) FROM thumbs.erasures")[0][0]

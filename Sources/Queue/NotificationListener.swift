@@ -13,6 +13,8 @@ import ThumbCore
 /// the gap.
 public final class NotificationListener: Sendable {
   private let conninfo: String
+  private let liveness: DatabaseLiveness
+  private let group: DatabaseConnections?
   /// `LISTEN <channel>`.
   private let listenStatement: String
   /// Yields when a notification arrived (several since the last look are one). Ends with `stop()`.
@@ -31,8 +33,13 @@ public final class NotificationListener: Sendable {
   public static let jobsChannel = "thumbs_jobs"
 
   /// Listens on `channel`, by default the queue's, `thumbs_jobs`.
-  public init(conninfo: String, channel: String = jobsChannel) {
+  public init(
+    conninfo: String, channel: String = jobsChannel, liveness: DatabaseLiveness = .standard,
+    group: DatabaseConnections? = nil
+  ) {
     self.conninfo = conninfo
+    self.liveness = liveness
+    self.group = group
     // The channel is ours (a constant), not user input; identifiers cannot be bound as parameters.
     listenStatement = channel == Self.jobsChannel ? SQL.ListenJobs.statement.text : "LISTEN \(channel)"
     (notifications, notify) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -66,7 +73,9 @@ public final class NotificationListener: Sendable {
   private func serve() {
     var failures = 0
     while !isStopping {
+      let generation = group?.generation ?? 0
       guard let conn = connect() else {
+        group?.lost(seenIn: generation)
         failures += 1
         var wake = pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
         _ = poll(&wake, 1, Int32(Self.reconnectBackoff.seconds(afterFailures: failures) * 1000))
@@ -74,13 +83,17 @@ public final class NotificationListener: Sendable {
       }
       failures = 0
       notify.yield()  // anything enqueued while we were not listening
-      listen(on: conn)
+      // A broken connection tells the process's other connections; one of theirs ends this one too.
+      if listen(on: conn, generation: generation) { group?.lost(seenIn: generation) }
       PQfinish(conn)
     }
   }
 
   private func connect() -> OpaquePointer? {
-    guard let conn = try? openConnection(conninfo, applicationName: "thumbd-listen") else { return nil }
+    guard
+      let conn = try? openConnection(
+        conninfo, applicationName: "thumbd-listen", liveness: liveness, group: group)
+    else { return nil }
     let result = PQexec(conn, listenStatement)
     defer { PQclear(result) }
     guard PQresultStatus(result) == PGRES_COMMAND_OK else {
@@ -90,17 +103,19 @@ public final class NotificationListener: Sendable {
     return conn
   }
 
-  /// Waits for notifications until the connection breaks or we are stopped.
-  private func listen(on conn: OpaquePointer) {
+  /// Waits for notifications until the connection breaks (true), or we are stopped or another
+  /// connection of the group found the database gone (false).
+  private func listen(on conn: OpaquePointer, generation: UInt64) -> Bool {
     while !isStopping {
+      if let group, group.generation != generation { return false }
       var descriptors = [
         pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0),
         pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
       ]
-      guard case .success = SystemCall.run({ poll(&descriptors, 2, 1000) }) else { return }
-      if descriptors[1].revents != 0 { return }
+      guard case .success = SystemCall.run({ poll(&descriptors, 2, 1000) }) else { return true }
+      if descriptors[1].revents != 0 { return false }
       if descriptors[0].revents != 0 {
-        if PQconsumeInput(conn) == 0 { return }
+        if PQconsumeInput(conn) == 0 { return true }
         var received = false
         while let notification = PQnotifies(conn) {
           PQfreemem(notification)
@@ -108,7 +123,8 @@ public final class NotificationListener: Sendable {
         }
         if received { notify.yield() }
       }
-      if PQstatus(conn) != CONNECTION_OK { return }
+      if PQstatus(conn) != CONNECTION_OK { return true }
     }
+    return false
   }
 }

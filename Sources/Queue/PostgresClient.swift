@@ -22,8 +22,12 @@ public struct PostgresClient: Sendable {
 
   /// Connects at the first statement, like `connectNow: false`, but needs neither `try` nor `await`: for
   /// a worker that starts while the database is down.
-  public init(connectingLaterTo conninfo: String, pool: BlockingPool, preparesStatements: Bool = true) {
-    self.connection = PostgresConnection(connectingLaterTo: conninfo, preparesStatements: preparesStatements)
+  public init(
+    connectingLaterTo conninfo: String, pool: BlockingPool, preparesStatements: Bool = true,
+    liveness: DatabaseLiveness = .standard, group: DatabaseConnections? = nil
+  ) {
+    self.connection = PostgresConnection(
+      connectingLaterTo: conninfo, preparesStatements: preparesStatements, liveness: liveness, group: group)
     self.pool = pool
   }
 

@@ -8,7 +8,12 @@ import Foundation
 /// so callers on any thread are serialised. Calls block; use it from a BlockingPool, not from async code.
 public final class PostgresConnection: @unchecked Sendable {
   private let conninfo: String
+  private let liveness: DatabaseLiveness
+  /// Shared with the process's other connections to the database (nil: on its own).
+  private let group: DatabaseConnections?
   private var connection: OpaquePointer?
+  /// The group's generation when this connection was made.
+  private var generation: UInt64 = 0
   /// Statements prepared on the current server connection; emptied when it is re-established.
   private var preparedNames: Set<String> = []
   private let lock = NSLock()
@@ -21,17 +26,25 @@ public final class PostgresConnection: @unchecked Sendable {
   /// than at the first job. Without it the init never fails: the first statement connects, as any
   /// statement reconnects a broken connection, so a process can start while the database is down.
   public init(
-    conninfo: String, connectNow: Bool = true, preparesStatements: Bool = true
+    conninfo: String, connectNow: Bool = true, preparesStatements: Bool = true,
+    liveness: DatabaseLiveness = .standard, group: DatabaseConnections? = nil
   ) throws(PostgresError) {
     self.conninfo = conninfo
     self.preparesStatements = preparesStatements
+    self.liveness = liveness
+    self.group = group
     if connectNow { try locked { () throws(PostgresError) in try connectLocked() } }
   }
 
   /// Connects at the first statement (`init(conninfo:connectNow: false)`, without the `try`).
-  public init(connectingLaterTo conninfo: String, preparesStatements: Bool = true) {
+  public init(
+    connectingLaterTo conninfo: String, preparesStatements: Bool = true,
+    liveness: DatabaseLiveness = .standard, group: DatabaseConnections? = nil
+  ) {
     self.conninfo = conninfo
     self.preparesStatements = preparesStatements
+    self.liveness = liveness
+    self.group = group
   }
 
   deinit {
@@ -118,6 +131,25 @@ public final class PostgresConnection: @unchecked Sendable {
     }
   }
 
+  /// The connection's libpq options in effect (PQconninfo), secrets left out: what the defaults and the
+  /// URL came to. Connects first if need be.
+  public func options() throws(PostgresError) -> [String: String] {
+    try locked { () throws(PostgresError) -> [String: String] in
+      let conn = try liveConnection()
+      guard let all = PQconninfo(conn) else { return [:] }
+      defer { PQconninfoFree(all) }
+      var options: [String: String] = [:]
+      var index = 0
+      while let keyword = all[index].keyword {
+        if let value = all[index].val, String(cString: keyword) != "password" {
+          options[String(cString: keyword)] = String(cString: value)
+        }
+        index += 1
+      }
+      return options
+    }
+  }
+
   /// A name derived from the text (FNV-1a), so each distinct statement is prepared once per connection.
   static func statementName(_ sql: String) -> String {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -145,11 +177,20 @@ public final class PostgresConnection: @unchecked Sendable {
   }
 
   private func connectLocked() throws(PostgresError) {
-    connection = try openConnection(conninfo, applicationName: "thumbd")
+    let generation = group?.generation ?? 0
+    do {
+      connection = try openConnection(conninfo, applicationName: "thumbd", liveness: liveness, group: group)
+      self.generation = generation
+    } catch {
+      group?.lost(seenIn: generation)
+      throw error
+    }
   }
 
   private func liveConnection() throws(PostgresError) -> OpaquePointer {
-    if let connection, PQstatus(connection) == CONNECTION_OK { return connection }
+    if let connection, PQstatus(connection) == CONNECTION_OK, generation == group?.generation ?? 0 {
+      return connection
+    }
     if let connection { PQfinish(connection) }
     connection = nil
     preparedNames = []
@@ -161,6 +202,7 @@ public final class PostgresConnection: @unchecked Sendable {
   private func checked(_ result: OpaquePointer?, _ conn: OpaquePointer) throws(PostgresError) -> OpaquePointer
   {
     guard let result else {
+      group?.lost(seenIn: generation)
       throw PostgresError(kind: .connection, message: String(cString: PQerrorMessage(conn)))
     }
     switch PQresultStatus(result) {
@@ -172,6 +214,7 @@ public final class PostgresConnection: @unchecked Sendable {
         in: .whitespacesAndNewlines)
       let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
       let broken = PQstatus(conn) != CONNECTION_OK
+      if broken { group?.lost(seenIn: generation) }
       throw PostgresError(
         kind: broken || state == nil ? .connection : .query, sqlState: state, message: message)
     }
@@ -207,11 +250,16 @@ public struct StatementDescription: Sendable, Equatable {
   public var parameterCount: Int { parameterTypes.count }
 }
 
-/// Opens a libpq connection with our defaults (connect timeout, TCP keepalives, application name); the
-/// caller's URL or conninfo overrides them (expand_dbname). The caller owns the result and PQfinishes it.
-func openConnection(_ conninfo: String, applicationName: String) throws(PostgresError) -> OpaquePointer {
-  let keys = ["connect_timeout", "application_name", "keepalives_idle", "dbname"]
-  let values = ["10", applicationName, "30", conninfo]
+/// Opens a libpq connection with our defaults (the liveness bounds, the application name); the caller's
+/// URL or conninfo overrides them (expand_dbname). The caller owns the result and PQfinishes it.
+func openConnection(
+  _ conninfo: String, applicationName: String, liveness: DatabaseLiveness, group: DatabaseConnections? = nil
+) throws(PostgresError) -> OpaquePointer {
+  let defaults = liveness.parameters + [("application_name", applicationName)]
+  // After the URL: the host order overrides the URL's own (the same hosts, the last to answer first).
+  let order = group?.hostOrder(for: conninfo) ?? []
+  let keys = defaults.map(\.key) + ["dbname"] + order.map(\.key)
+  let values = defaults.map(\.value) + [conninfo] + order.map(\.value)
   let conn = withCStrings(keys) { k in withCStrings(values) { v in PQconnectdbParams(k, v, 1) } }
   guard let conn else { throw PostgresError(kind: .connection, message: "out of memory") }
   guard PQstatus(conn) == CONNECTION_OK else {
@@ -222,6 +270,7 @@ func openConnection(_ conninfo: String, applicationName: String) throws(Postgres
   // NOTICEs ("relation already exists, skipping") are for interactive sessions; libpq would print
   // them on stderr, in the middle of our structured log.
   PQsetNoticeProcessor(conn, { _, _ in }, nil)
+  group?.answered(conn, conninfo: conninfo)
   return conn
 }
 

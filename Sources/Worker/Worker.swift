@@ -93,11 +93,15 @@ public final class Worker: Sendable {
     defer { watchdog.disarm() }
     let pool = BlockingPool(threads: config.concurrency * 2 + 3, name: "thumbd-pool")
     defer { pool.shutdown() }
+    // One generation and one host order for all of the worker's connections (DatabaseConnections).
+    let connections = DatabaseConnections()
     let connect = {
       JobQueue(
         client: PostgresClient(
           connectingLaterTo: self.config.databaseURL, pool: pool,
-          preparesStatements: self.config.preparedStatements), publicURLBase: self.config.publicURLBase)
+          preparesStatements: self.config.preparedStatements, liveness: self.config.databaseLiveness,
+          group: connections),
+        publicURLBase: self.config.publicURLBase)
     }
     let (leaser, writer, keeperQueue) = (connect(), connect(), connect())
     defer { [leaser, writer, keeperQueue].forEach { $0.client.close() } }
@@ -112,7 +116,7 @@ public final class Worker: Sendable {
         originals: originals, pool: pool, store: store!,
         reuse: RenderReuse { key in (try? await writer.findRendered(renderKey: key)) ?? nil },
         log: originalsLog(writer: writer, pool: pool))
-    let readiness = Readiness(livenessWindow: .seconds(60 + config.leaseSeconds))
+    let readiness = Readiness(livenessWindow: .seconds(60 + config.leaseSeconds), logger: logger)
     let completer = Completer(queue: writer, logger: logger, activity: activity.reporter(for: "completer")) {
       [metrics] in metrics.outcomeBatch()
     }
@@ -123,7 +127,8 @@ public final class Worker: Sendable {
       id: config.workerID, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()),
       version: ThumbdVersion.current,
       concurrency: config.concurrency, memoryBudget: config.memoryBudget, leaseSeconds: config.leaseSeconds)
-    let listener = NotificationListener(conninfo: config.databaseURL)
+    let listener = NotificationListener(
+      conninfo: config.databaseURL, liveness: config.databaseLiveness, group: connections)
 
     let context = ServiceContext(
       runner: runner, readiness: readiness, shutdown: shutdown, metrics: metrics, config: config,
@@ -166,7 +171,9 @@ public final class Worker: Sendable {
     if let url = config.webhookURL, let secrets = config.webhookSecrets {
       let queue = connect()
       webhookQueue = queue
-      let events = NotificationListener(conninfo: config.databaseURL, channel: "thumbs_events")
+      let events = NotificationListener(
+        conninfo: config.databaseURL, channel: "thumbs_events", liveness: config.databaseLiveness,
+        group: connections)
       let wake = WakeSignal()
       add("event-listener") { ListenerService(listener: events, wake: wake, pool: pool, activity: $0) }
       add("webhooks") {

@@ -1,6 +1,7 @@
 public import Fetch
 import Foundation
 public import Logging
+public import Queue
 public import Storage
 public import ThumbCore
 
@@ -68,6 +69,9 @@ public struct WorkerConfig: Sendable {
   /// Prepare the hot statements once per connection (`--prepared-statements`); off behind PgBouncer in
   /// transaction mode before 1.21 (docs/operations.md, "PgBouncer").
   public var preparedStatements = true
+  /// How long the database may stay silent (keepalives unanswered, data unacknowledged, a connection
+  /// attempt) before a connection is given up and made again (Queue's DatabaseLiveness).
+  public var databaseLiveness = DatabaseLiveness.standard
   /// Jobs claimed per lease statement; nil: as many as there are free slots, at most 100.
   public var leaseBatch: Int?
   /// After SIGTERM, running jobs get this long to finish before they are handed back.

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""A TCP proxy on a free loopback port to --target HOST:PORT that can freeze: while the file --freeze-file
-exists it keeps every connection open and accepts new ones, but passes no byte either way (a database
-that hangs without closing anything: a frozen server, a stuck pooler). Prints `PORT <n>` once it listens.
+"""A TCP proxy on a free port of --listen (loopback by default) to --target HOST:PORT that can freeze: while
+the file --freeze-file exists it keeps every connection open and accepts new ones, but passes no byte
+either way (a database that hangs without closing anything: a frozen server, a stuck pooler). Without
+--freeze-file it only forwards (a hop into a network namespace). Prints `PORT <n>` once it listens.
 (A file, not a signal: a test runner's children may inherit a mask that holds SIGUSR1 back.)"""
 
 import argparse
@@ -18,7 +19,7 @@ def pipe(source, sink):
     try:
         while True:
             data = source.recv(65536)
-            while os.path.exists(FREEZE_FILE):
+            while FREEZE_FILE and os.path.exists(FREEZE_FILE):
                 time.sleep(0.05)
             if not data:
                 break
@@ -36,14 +37,16 @@ def pipe(source, sink):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--target", required=True, help="HOST:PORT")
-    parser.add_argument("--freeze-file", required=True)
+    parser.add_argument("--freeze-file")
+    parser.add_argument("--listen", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="this port rather than a free one")
     args = parser.parse_args()
     global FREEZE_FILE
     FREEZE_FILE = args.freeze_file
     host, port = args.target.rsplit(":", 1)
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
+    listener.bind((args.listen, args.port))
     listener.listen(64)
     print(f"PORT {listener.getsockname()[1]}", flush=True)
     while True:

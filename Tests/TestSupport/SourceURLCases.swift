@@ -39,6 +39,7 @@ public let sourceProblemCases: [(url: String, problem: String?)] = [
   ("http://photos.example:/a.jpg", nil),
   ("http://photos.example", nil),
   ("s3://photo-originals/u/42/IMG_2041.HEIC", nil),
+  ("s3://photo-originals/u/42/My photo ü.jpg", nil),
   ("", "is empty"),
   ("not a url", "is not an absolute URL (scheme://host/path)"),
   ("photos.example/a.jpg", "is not an absolute URL (scheme://host/path)"),

@@ -68,7 +68,7 @@ public enum SourceURL {
   }
 
   /// Why a source URL can never be fetched, as `thumbs.enqueue` refuses it (the database's
-  /// `thumbs.source_problem`, which must agree: SourceURLTests and ProfileCheckTests hold the two to one
+  /// `thumbs.source_problem`, which must agree: SourceURLTests and BackendChecksTests hold the two to one
   /// table). nil for a URL worth trying; what only a fetch can tell (addresses, redirects) comes later.
   public static func problem(_ url: String) -> Problem? {
     if url.isEmpty { return .empty }
@@ -77,7 +77,6 @@ public enum SourceURL {
     }
     let scheme = url[..<separator.lowerBound].lowercased()
     guard ["http", "https", "s3"].contains(scheme) else { return .unreadScheme(scheme) }
-    if url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) { return .spaceOrControl }
     let rest = url[separator.upperBound...]
     if scheme == "s3" {
       guard let slash = rest.firstIndex(of: "/"), slash != rest.startIndex,
@@ -85,6 +84,8 @@ public enum SourceURL {
       else { return .noObject }
       return nil
     }
+    // An S3 key is read byte for byte, spaces included; a URL is not.
+    if url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) { return .spaceOrControl }
     let authority = rest.prefix { !"/?#".contains($0) }
     let hostAndPort =
       authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority

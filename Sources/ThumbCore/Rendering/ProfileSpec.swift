@@ -10,7 +10,7 @@ public import Foundation
 /// Unknown keys are refused, so a misspelt option is not ignored. Every problem is reported with the
 /// variant and field it concerns, since operators write these by hand: at most one per variant (the
 /// first in the order below), every variant's. The database checks a spec when it is written with the
-/// same rules and the same words (`thumbs.check_profile`, migrations/0015; ProfileCheckTests holds the
+/// same rules and the same words (`thumbs.check_profile`, migrations/0015; BackendChecksTests holds the
 /// two to one table): keep them together.
 public enum ProfileSpec {
   public static let maxDimension = 8192

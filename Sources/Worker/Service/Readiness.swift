@@ -1,3 +1,4 @@
+import Logging
 import Queue
 import Synchronization
 
@@ -16,6 +17,8 @@ final class Readiness: Sendable {
     /// False while the HTTP endpoint is configured but not yet listening.
     var endpointListening = true
     var lastKeeperRound: ContinuousClock.Instant = .now
+    /// When the database stopped answering a worker that it had answered; nil while it answers.
+    var lostAt: ContinuousClock.Instant?
   }
 
   private let state = Mutex(State())
@@ -23,8 +26,12 @@ final class Readiness: Sendable {
   /// How long the keeper may be silent before the worker counts as stuck.
   let livenessWindow: Duration
 
-  init(livenessWindow: Duration) {
+  /// Says once when the database is lost and once when it is back.
+  private let logger: Logger?
+
+  init(livenessWindow: Duration, logger: Logger? = nil) {
     self.livenessWindow = livenessWindow
+    self.logger = logger
   }
 
   var isReady: Bool {
@@ -33,8 +40,31 @@ final class Readiness: Sendable {
   var isLive: Bool { state.withLock { $0.lastKeeperRound.duration(to: .now) < livenessWindow } }
   var databaseAnswers: Bool { state.withLock { $0.databaseAnswers } }
 
-  func databaseAnswered() { state.withLock { $0.databaseAnswers = true } }
-  func databaseFailed() { state.withLock { $0.databaseAnswers = false } }
+  func databaseAnswered() {
+    let lostAt = state.withLock { state -> ContinuousClock.Instant? in
+      defer { (state.databaseAnswers, state.lostAt) = (true, nil) }
+      return state.lostAt
+    }
+    if let lostAt {
+      logger?.warning(
+        "database answers again; ready",
+        metadata: ["unreachable_seconds": "\(lostAt.duration(to: .now).inSeconds)"])
+    }
+  }
+
+  func databaseFailed(_ error: PostgresError? = nil) {
+    let lost = state.withLock { state -> Bool in
+      defer { state.databaseAnswers = false }
+      guard state.started, state.databaseAnswers, state.lostAt == nil else { return false }
+      state.lostAt = .now
+      return true
+    }
+    if lost {
+      logger?.error(
+        "database connection lost; not ready, reconnecting",
+        metadata: ["error": "\(error.map { "\($0)" } ?? "unknown")"])
+    }
+  }
   func keeperRound() { state.withLock { $0.lastKeeperRound = .now } }
   func stopping() { state.withLock { $0.stopping = true } }
 
@@ -80,7 +110,7 @@ final class Readiness: Sendable {
       databaseAnswered()
       return value
     } catch {
-      if error.kind == .connection { databaseFailed() } else { databaseAnswered() }
+      if error.kind == .connection { databaseFailed(error) } else { databaseAnswered() }
       throw error
     }
   }

@@ -1,6 +1,7 @@
 import Fetch
 import Foundation
 import Logging
+import Queue
 import ThumbCore
 
 extension WorkerOption {
@@ -153,6 +154,17 @@ extension WorkerOption {
       apply: { value, settings throws(OptionError.Problem) in
         settings.preparedStatements = try Read.bool(value)
       }, render: { $0.preparedStatements ? "on" : "off" }),
+    WorkerOption(
+      "database-timeout", .value(placeholder: "SECONDS"),
+      help:
+        "a database silent this long (keepalives unanswered, data unacknowledged, a connection attempt to one host) is taken for gone and connected to again; whole seconds, at least 2",
+      apply: { value, settings throws(OptionError.Problem) in
+        let seconds = try Read.seconds(value, atLeast: 2)
+        guard seconds == seconds.rounded(), seconds <= 3600 else {
+          throw .init("'\(value)' is not a whole number of seconds from 2 to 3600")
+        }
+        settings.databaseLiveness = DatabaseLiveness(seconds: Int(seconds))
+      }, render: { "\($0.databaseLiveness.seconds)" }),
     WorkerOption(
       "shutdown-grace", .value(placeholder: "SECONDS"),
       help: "time running jobs get to finish after SIGTERM before they are handed back",

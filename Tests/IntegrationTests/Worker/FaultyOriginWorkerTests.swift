@@ -43,7 +43,10 @@ struct FaultyOriginWorkerTests {
     for name in good {
       try sql(database, "SELECT thumbs.enqueue($1)", [fixture.origin.url("/files/\(name)")])
     }
-    try sql(database, "SELECT thumbs.enqueue($1)", ["gopher://127.0.0.1:70/"])
+    // Refused by thumbs.enqueue; written past it, refused by the worker too.
+    try sql(
+      database, "INSERT INTO thumbs.jobs (source_url, profile) VALUES ($1, 'default')",
+      ["gopher://127.0.0.1:70/"])
 
     let worker = try WorkerProcess(
       databaseURL: database, storage: fixture.storage,
