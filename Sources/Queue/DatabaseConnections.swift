@@ -12,20 +12,34 @@ import Synchronization
 ///   failover the host that answered is tried first.
 ///
 /// A process-wide value for the worker's connections; a connection without one behaves as before.
+/// `changes` hears, once each, that the database was lost and that a connection reached it again.
 public final class DatabaseConnections: Sendable {
+  public enum Change: Sendable {
+    /// A connection found the database gone (the first of a generation to say so).
+    case lost(reason: String)
+    /// A connection reached the database again after a loss.
+    case back
+  }
+
   private let generationCounter = Atomic<UInt64>(0)
   /// The index, in the URL's host list, of the host that answered last.
   private let preferred = Mutex<Int>(0)
+  /// The generation whose first connection was announced `back`.
+  private let announced = Mutex<UInt64>(0)
+  private let changes: (@Sendable (Change) -> Void)?
 
-  public init() {}
+  public init(changes: (@Sendable (Change) -> Void)? = nil) {
+    self.changes = changes
+  }
 
   var generation: UInt64 { generationCounter.load(ordering: .acquiring) }
 
   /// A connection found the database gone: every connection of an older generation is made again.
-  func lost(seenIn generation: UInt64) {
+  func lost(seenIn generation: UInt64, reason: @autoclosure () -> String = "") {
     // Only the first of several connections failing together starts a new generation.
-    _ = generationCounter.compareExchange(
+    let (exchanged, _) = generationCounter.compareExchange(
       expected: generation, desired: generation &+ 1, ordering: .acquiringAndReleasing)
+    if exchanged { changes?(.lost(reason: reason())) }
   }
 
   /// `host`, `hostaddr` and `port` of a multi-host conninfo, each list rotated so that the host that
@@ -43,6 +57,13 @@ public final class DatabaseConnections: Sendable {
 
   /// Records which host of the URL `conn` reached (the connection was made with `hostOrder`).
   func answered(_ conn: OpaquePointer, conninfo: String) {
+    let current = generation
+    let first = announced.withLock { announced -> Bool in
+      guard current > announced else { return false }
+      announced = current
+      return true
+    }
+    if first { changes?(.back) }
     let lists = Self.hostLists(conninfo)
     guard let hosts = lists["host"] ?? lists["hostaddr"], hosts.count > 1,
       let reachedHost = PQhost(conn).map({ String(cString: $0) }),

@@ -75,7 +75,7 @@ public final class NotificationListener: Sendable {
     while !isStopping {
       let generation = group?.generation ?? 0
       guard let conn = connect() else {
-        group?.lost(seenIn: generation)
+        group?.lost(seenIn: generation, reason: "the listening connection could not connect")
         failures += 1
         var wake = pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
         _ = poll(&wake, 1, Int32(Self.reconnectBackoff.seconds(afterFailures: failures) * 1000))
@@ -84,7 +84,11 @@ public final class NotificationListener: Sendable {
       failures = 0
       notify.yield()  // anything enqueued while we were not listening
       // A broken connection tells the process's other connections; one of theirs ends this one too.
-      if listen(on: conn, generation: generation) { group?.lost(seenIn: generation) }
+      if listen(on: conn, generation: generation) {
+        group?.lost(
+          seenIn: generation,
+          reason: String(cString: PQerrorMessage(conn)).trimmingCharacters(in: .whitespacesAndNewlines))
+      }
       PQfinish(conn)
     }
   }

@@ -182,7 +182,7 @@ public final class PostgresConnection: @unchecked Sendable {
       connection = try openConnection(conninfo, applicationName: "thumbd", liveness: liveness, group: group)
       self.generation = generation
     } catch {
-      group?.lost(seenIn: generation)
+      group?.lost(seenIn: generation, reason: error.message)
       throw error
     }
   }
@@ -202,8 +202,9 @@ public final class PostgresConnection: @unchecked Sendable {
   private func checked(_ result: OpaquePointer?, _ conn: OpaquePointer) throws(PostgresError) -> OpaquePointer
   {
     guard let result else {
-      group?.lost(seenIn: generation)
-      throw PostgresError(kind: .connection, message: String(cString: PQerrorMessage(conn)))
+      let message = String(cString: PQerrorMessage(conn))
+      group?.lost(seenIn: generation, reason: message)
+      throw PostgresError(kind: .connection, message: message)
     }
     switch PQresultStatus(result) {
     case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
@@ -214,7 +215,7 @@ public final class PostgresConnection: @unchecked Sendable {
         in: .whitespacesAndNewlines)
       let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
       let broken = PQstatus(conn) != CONNECTION_OK
-      if broken { group?.lost(seenIn: generation) }
+      if broken { group?.lost(seenIn: generation, reason: message) }
       throw PostgresError(
         kind: broken || state == nil ? .connection : .query, sqlState: state, message: message)
     }

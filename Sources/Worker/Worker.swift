@@ -93,8 +93,14 @@ public final class Worker: Sendable {
     defer { watchdog.disarm() }
     let pool = BlockingPool(threads: config.concurrency * 2 + 3, name: "thumbd-pool")
     defer { pool.shutdown() }
+    let readiness = Readiness(livenessWindow: .seconds(60 + config.leaseSeconds), logger: logger)
     // One generation and one host order for all of the worker's connections (DatabaseConnections).
-    let connections = DatabaseConnections()
+    let connections = DatabaseConnections { change in
+      switch change {
+      case .lost(let reason): readiness.databaseFailed(reason: reason)
+      case .back: readiness.databaseAnswered()
+      }
+    }
     let connect = {
       JobQueue(
         client: PostgresClient(
@@ -116,7 +122,6 @@ public final class Worker: Sendable {
         originals: originals, pool: pool, store: store!,
         reuse: RenderReuse { key in (try? await writer.findRendered(renderKey: key)) ?? nil },
         log: originalsLog(writer: writer, pool: pool))
-    let readiness = Readiness(livenessWindow: .seconds(60 + config.leaseSeconds), logger: logger)
     let completer = Completer(queue: writer, logger: logger, activity: activity.reporter(for: "completer")) {
       [metrics] in metrics.outcomeBatch()
     }

@@ -52,7 +52,7 @@ final class Readiness: Sendable {
     }
   }
 
-  func databaseFailed(_ error: PostgresError? = nil) {
+  func databaseFailed(reason: String) {
     let lost = state.withLock { state -> Bool in
       defer { state.databaseAnswers = false }
       guard state.started, state.databaseAnswers, state.lostAt == nil else { return false }
@@ -62,7 +62,7 @@ final class Readiness: Sendable {
     if lost {
       logger?.error(
         "database connection lost; not ready, reconnecting",
-        metadata: ["error": "\(error.map { "\($0)" } ?? "unknown")"])
+        metadata: ["error": "\(reason.trimmingCharacters(in: .whitespacesAndNewlines))"])
     }
   }
   func keeperRound() { state.withLock { $0.lastKeeperRound = .now } }
@@ -110,7 +110,7 @@ final class Readiness: Sendable {
       databaseAnswered()
       return value
     } catch {
-      if error.kind == .connection { databaseFailed(error) } else { databaseAnswered() }
+      if error.kind == .connection { databaseFailed(reason: error.message) } else { databaseAnswered() }
       throw error
     }
   }

@@ -53,6 +53,13 @@ struct VanishedDatabaseTests {
     #expect(reached, "log:\n\(worker.log)")
     #expect(took < .seconds(30), "the first job on the promoted standby finished \(took) after the promotion")
     print("vanished primary: the first job on the standby finished \(took) after the promotion")
+    // Said once each: lost, and back.
+    let log = worker.log
+    #expect(log.components(separatedBy: "database connection lost").count - 1 == 1, "log:\n\(log)")
+    #expect(
+      try await eventually(timeout: 20) {
+        worker.log.components(separatedBy: "database answers again").count - 1 == 1
+      }, "log:\n\(worker.log)")
 
     worker.send(SIGTERM)
     #expect(await worker.waitForExit(timeout: 40) == 0, "log:\n\(worker.log)")
