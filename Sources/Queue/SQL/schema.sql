@@ -609,9 +609,6 @@ BEGIN
   IF scheme NOT IN ('http', 'https', 's3') THEN
     RETURN format('has the scheme %s, which thumbd does not read (http, https, s3)', scheme);
   END IF;
-  IF url ~ '[\x01-\x20\x7f]' THEN
-    RETURN 'contains a space or a control character';
-  END IF;
   rest := substr(url, sep + 3);
   IF scheme = 's3' THEN
     -- s3://BUCKET/KEY: a bucket before the first slash, a key after it.
@@ -619,6 +616,10 @@ BEGIN
       RETURN 'does not name an object (s3://BUCKET/KEY)';
     END IF;
     RETURN NULL;
+  END IF;
+  -- (An S3 key is read byte for byte, spaces included; a URL is not.)
+  IF url ~ '[\x01-\x20\x7f]' THEN
+    RETURN 'contains a space or a control character';
   END IF;
   -- After the userinfo (up to the last @): a host name or address, or [IPv6], and an optional port.
   authority := substring(rest FROM '^[^/?#]*');
