@@ -8,9 +8,13 @@ Each .sql file holds one statement, named like the file, under a header comment:
     -- Why the statement is written the way it is (becomes the Swift doc comment).
     -- params: worker_id text, limit bigint, lease_seconds float8, siblings bigint
     -- returns: id bigint, source_url text, ...
+    -- deadline: quick
 
 `params:` and `returns:` may be repeated to wrap a long list, or say `none`. A type is anything
-PostgreSQL's regtype understands; SQLStatementTests prepares every statement on a migrated database
+PostgreSQL's regtype understands. `deadline:` says how long the worker waits for the answer (Queue's
+StatementDeadline): `quick` (a few rows, on a job's path), `batch` (a batch of outcomes, a collection
+or pruning step) or `none` (migrations and tools: only the connection's network bounds). Every
+statement the worker runs says which; `thumbd bench`'s own default to `none`. SQLStatementTests prepares every statement on a migrated database
 and checks the declared names and types against the server's own description of it.
 
     scripts/gen-sql.py           write the Swift file
@@ -30,9 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 class Target:
     """One folder of .sql files and the Swift enum generated from it, in the module that runs them."""
 
-    def __init__(self, sql_dir, output, enum, access, imports, about):
+    def __init__(self, sql_dir, output, enum, access, imports, about, default_deadline=None):
         self.sql_dir, self.output, self.enum, self.access = ROOT / sql_dir, ROOT / output, enum, access
-        self.imports, self.about = imports, about
+        self.imports, self.about, self.default_deadline = imports, about, default_deadline
 
 
 TARGETS = [
@@ -41,13 +45,14 @@ TARGETS = [
            "Every statement thumbd runs"),
     # `thumbd bench`'s own statements live with the benchmark code.
     Target("Sources/thumbd/SQL", "Sources/thumbd/Generated/BenchStatements.swift", "BenchSQL", "", ["Queue"],
-           "The statements only `thumbd bench` runs"),
+           "The statements only `thumbd bench` runs", default_deadline="none"),
 ]
 # Not a statement: the schema after all migrations (scripts/dump-schema.sh writes it).
 SNAPSHOT = "schema.sql"
 # What .swift-format allows; the generated file has to pass `swift format lint --strict`.
 LINE_LENGTH = 110
 
+DEADLINES = ("quick", "batch", "none")
 SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
 PLACEHOLDER = re.compile(r"\$(\d+)")
 
@@ -89,8 +94,9 @@ def camel(name, upper_first=False):
 
 
 class Statement:
-    def __init__(self, name, description, parameters, columns, text):
+    def __init__(self, name, description, parameters, columns, text, deadline):
         self.name = name
+        self.deadline = deadline
         self.description = description
         self.parameters = parameters  # [(name, type)]
         self.columns = columns  # [(name, type)]
@@ -126,12 +132,13 @@ def parse_fields(path, key, values):
     return fields
 
 
-def parse(path):
+def parse(path, default_deadline=None):
     lines = path.read_text(encoding="utf-8").split("\n")
     header = []
     while lines and lines[0].startswith("--"):
         header.append(lines.pop(0))
     name = None
+    deadline = None
     description = []
     lists = {"params": [], "returns": []}
     for line in header:
@@ -143,6 +150,12 @@ def parse(path):
             if name is not None:
                 raise SQLFileError(f"{path}: two `name:` lines")
             name = value.strip()
+        elif key == "deadline" and value:
+            if deadline is not None:
+                raise SQLFileError(f"{path}: two `deadline:` lines")
+            deadline = value.strip()
+            if deadline not in DEADLINES:
+                raise SQLFileError(f"{path}: `deadline: {deadline}` is not one of {', '.join(DEADLINES)}")
         elif key in lists and value:
             lists[key].append(value)
         else:
@@ -156,6 +169,9 @@ def parse(path):
     for key, values in lists.items():
         if not values:
             raise SQLFileError(f"{path}: the header has no `-- {key}:` line (say `none` if there is none)")
+    deadline = deadline or default_deadline
+    if deadline is None:
+        raise SQLFileError(f"{path}: the header has no `-- deadline:` line ({', '.join(DEADLINES)})")
     while description and not description[-1]:
         description.pop()
     if not description:
@@ -169,7 +185,7 @@ def parse(path):
     if not body:
         raise SQLFileError(f"{path}: no statement after the header")
     text = "\n".join(body)
-    if any(line.startswith("--") and line[2:].lstrip().startswith(("params:", "returns:", "name:"))
+    if any(line.startswith("--") and line[2:].lstrip().startswith(("params:", "returns:", "name:", "deadline:"))
            for line in body):
         raise SQLFileError(f"{path}: a header line after the statement started")
     if text.endswith(";") or any(line.endswith(";") for line in body):
@@ -184,7 +200,7 @@ def parse(path):
         raise SQLFileError(
             f"{path}: the statement uses {['$%d' % n for n in used] or 'no parameters'}, "
             f"the header declares {len(parameters)}")
-    return Statement(name, description, parameters, columns, text)
+    return Statement(name, description, parameters, columns, text, deadline)
 
 
 def swift_string(value):
@@ -289,8 +305,8 @@ def render(statements, target):
             ("columnTypes", [swift_string(t.replace("?", "")) for _, t in statement.columns]),
         ]
         for position, (label, items) in enumerate(arrays):
-            suffix = ")" if position == len(arrays) - 1 else ","
-            out.extend(packed(f"      {label}: [", items, "]" + suffix, 6, trailing_comma=True))
+            out.extend(packed(f"      {label}: [", items, "],", 6, trailing_comma=True))
+        out.append(f"      deadline: .{statement.deadline})")
         out.append("")
         out.extend(line.replace("public ", access) for line in render_parameters(statement))
         out.append("")
@@ -308,7 +324,7 @@ def generate(target, check):
     """Writes (or with `check` compares) one target's Swift; the exit status."""
     files = sorted(p for p in target.sql_dir.glob("*.sql") if p.name != SNAPSHOT)
     try:
-        statements = [parse(p) for p in files]
+        statements = [parse(p, target.default_deadline) for p in files]
     except SQLFileError as error:
         print(f"gen-sql: {error}", file=sys.stderr)
         return 2

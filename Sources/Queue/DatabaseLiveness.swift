@@ -27,6 +27,15 @@ public struct DatabaseLiveness: Sendable, Equatable {
   /// Fits a failover of about 30 s: gone noticed within 10 s, the next host tried after 10 s more.
   public static let standard = DatabaseLiveness(seconds: 10)
 
+  /// How long a statement of this kind may go unanswered (nil: as long as the network bounds allow).
+  public func deadline(for kind: StatementDeadline) -> Duration? {
+    switch kind {
+    case .quick: .seconds(seconds * 2)
+    case .batch: .seconds(seconds * 6)
+    case .none: nil
+    }
+  }
+
   /// The libpq keywords and values, in the order given to PQconnectdbParams (before the caller's).
   var parameters: [(key: String, value: String)] {
     let count = 3

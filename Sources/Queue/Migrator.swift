@@ -63,7 +63,10 @@ public struct Migrator: Sendable {
   /// Applies what is missing; returns the names of the files applied (empty when up to date).
   public func apply(on connection: PostgresConnection) throws -> [String] {
     try connection.run(SQL.LockMigrations.self, .init(key: Self.lockKey))
-    defer { _ = try? connection.run(SQL.UnlockMigrations.self, .init(key: Self.lockKey)) }
+    // A lost connection took the lock (and any open transaction) with it: no reconnecting to undo them.
+    defer {
+      if connection.isConnected { _ = try? connection.run(SQL.UnlockMigrations.self, .init(key: Self.lockKey)) }
+    }
     try connection.run(SQL.CreateThumbsSchema.self)
     try connection.run(SQL.CreateMigrationsTable.self)
     var done = Set<String>()
@@ -79,7 +82,7 @@ public struct Migrator: Sendable {
         try connection.run(SQL.RecordMigration.self, .init(version: migration.version, name: migration.name))
         try connection.execute(script: "COMMIT")
       } catch {
-        try? connection.execute(script: "ROLLBACK")
+        if connection.isConnected { try? connection.execute(script: "ROLLBACK") }
         throw Failure(description: "migration \(migration.name) failed: \(error)")
       }
       applied.append(migration.name)

@@ -98,12 +98,16 @@ public final class NotificationListener: Sendable {
       let conn = try? openConnection(
         conninfo, applicationName: "thumbd-listen", liveness: liveness, group: group)
     else { return nil }
-    let result = PQexec(conn, listenStatement)
-    defer { PQclear(result) }
-    guard PQresultStatus(result) == PGRES_COMMAND_OK else {
+    // LISTEN waits no longer than any quick statement: a database that accepted the connection and
+    // then froze would otherwise hold the listener here for ever.
+    let deadline = liveness.deadline(for: SQL.ListenJobs.statement.deadline).map { ContinuousClock.now + $0 }
+    let answer = PostgresExchange.run(conn, until: deadline) { PQsendQuery(conn, listenStatement) == 1 }
+    guard case .success(let result) = answer, PQresultStatus(result) == PGRES_COMMAND_OK else {
+      if case .success(let result) = answer { PQclear(result) }
       PQfinish(conn)
       return nil
     }
+    PQclear(result)
     return conn
   }
 

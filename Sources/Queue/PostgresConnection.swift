@@ -58,6 +58,15 @@ public final class PostgresConnection: @unchecked Sendable {
     }
   }
 
+  /// Whether the connection is up (as far as libpq knows without a round trip) and still of the group's
+  /// current generation: false once a statement found it broken, until the next statement reconnects.
+  public var isConnected: Bool {
+    locked {
+      guard let connection else { return false }
+      return PQstatus(connection) == CONNECTION_OK && generation == group?.generation ?? 0
+    }
+  }
+
   /// Runs one statement with text parameters. A broken connection is re-established first, so a restarted
   /// database costs the statements in flight at that moment, not the worker.
   ///
@@ -67,15 +76,18 @@ public final class PostgresConnection: @unchecked Sendable {
   /// statements.)
   @discardableResult
   public func query(
-    _ sql: String, _ parameters: [String?] = [], prepared: Bool = false
+    _ sql: String, _ parameters: [String?] = [], prepared: Bool = false, deadline: StatementDeadline = .none
   ) throws(PostgresError)
     -> QueryResult
   {
-    try run(sql, parameters, preparedAs: prepared && preparesStatements ? Self.statementName(sql) : nil)
+    try run(
+      sql, parameters, preparedAs: prepared && preparesStatements ? Self.statementName(sql) : nil,
+      deadline: deadline, describedAs: "statement")
   }
 
   /// Runs one of the statements of `SQL` (Sources/Queue/SQL), prepared under its own name
-  /// (`thumbd_<name>`, as pg_prepared_statements shows it) when `prepared`.
+  /// (`thumbd_<name>`, as pg_prepared_statements shows it) when `prepared`, waiting for its answer no
+  /// longer than its deadline allows.
   @discardableResult
   public func query(
     _ statement: SQLStatement, _ parameters: [String?] = [], prepared: Bool = false
@@ -87,30 +99,49 @@ public final class PostgresConnection: @unchecked Sendable {
       "\(statement.name) takes \(statement.parameters.count) parameters, not \(parameters.count)")
     return try run(
       statement.text, parameters,
-      preparedAs: prepared && preparesStatements ? "thumbd_" + statement.name : nil)
+      preparedAs: prepared && preparesStatements ? "thumbd_" + statement.name : nil,
+      deadline: statement.deadline, describedAs: statement.name)
   }
 
   private func run(
-    _ sql: String, _ parameters: [String?], preparedAs name: String?
+    _ sql: String, _ parameters: [String?], preparedAs name: String?, deadline kind: StatementDeadline,
+    describedAs statementName: String
   ) throws(PostgresError)
     -> QueryResult
   {
     try locked { () throws(PostgresError) -> QueryResult in
       let conn = try liveConnection()
-      guard let name else {
-        let result = withCStrings(parameters) { values in
-          PQexecParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+      let limit = liveness.deadline(for: kind)
+      let deadline = limit.map { ContinuousClock.now + $0 }
+      func exchange(_ send: () -> Bool) throws(PostgresError) -> QueryResult {
+        switch PostgresExchange.run(conn, until: deadline, send: send) {
+        case .success(let result): return try consume(result, conn)
+        case .failure(.broken): return try consume(nil, conn)
+        case .failure(.timedOut):
+          // Mid-statement the connection cannot be used again: close it (the server ends the statement
+          // when it finds the client gone) and let the next statement open a new one.
+          PQfinish(conn)
+          connection = nil
+          preparedNames = []
+          let message =
+            "the database did not answer \(statementName) within \(limit.map { "\($0)" } ?? "its deadline")"
+            + " (--database-timeout); connection closed"
+          group?.lost(seenIn: generation, reason: message)
+          throw PostgresError(kind: .connection, message: message)
         }
-        return try consume(result, conn)
+      }
+      guard let name else {
+        return try withCStrings(parameters) { values throws(PostgresError) in
+          try exchange { PQsendQueryParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0) == 1 }
+        }
       }
       if !preparedNames.contains(name) {
-        _ = try consume(PQprepare(conn, name, sql, Int32(parameters.count), nil), conn)
+        _ = try exchange { PQsendPrepare(conn, name, sql, Int32(parameters.count), nil) == 1 }
         preparedNames.insert(name)
       }
-      let result = withCStrings(parameters) { values in
-        PQexecPrepared(conn, name, Int32(parameters.count), values, nil, nil, 0)
+      return try withCStrings(parameters) { values throws(PostgresError) in
+        try exchange { PQsendQueryPrepared(conn, name, Int32(parameters.count), values, nil, nil, 0) == 1 }
       }
-      return try consume(result, conn)
     }
   }
 
@@ -134,20 +165,21 @@ public final class PostgresConnection: @unchecked Sendable {
   /// The connection's libpq options in effect (PQconninfo), secrets left out: what the defaults and the
   /// URL came to. Connects first if need be.
   public func options() throws(PostgresError) -> [String: String] {
-    try locked { () throws(PostgresError) -> [String: String] in
-      let conn = try liveConnection()
-      guard let all = PQconninfo(conn) else { return [:] }
-      defer { PQconninfoFree(all) }
-      var options: [String: String] = [:]
-      var index = 0
-      while let keyword = all[index].keyword {
-        if let value = all[index].val, String(cString: keyword) != "password" {
-          options[String(cString: keyword)] = String(cString: value)
-        }
-        index += 1
+    try locked { () throws(PostgresError) -> [String: String] in Self.options(of: try liveConnection()) }
+  }
+
+  private static func options(of conn: OpaquePointer) -> [String: String] {
+    guard let all = PQconninfo(conn) else { return [:] }
+    defer { PQconninfoFree(all) }
+    var options: [String: String] = [:]
+    var index = 0
+    while let keyword = all[index].keyword {
+      if let value = all[index].val, String(cString: keyword) != "password" {
+        options[String(cString: keyword)] = String(cString: value)
       }
-      return options
+      index += 1
     }
+    return options
   }
 
   /// A name derived from the text (FNV-1a), so each distinct statement is prepared once per connection.
@@ -178,13 +210,47 @@ public final class PostgresConnection: @unchecked Sendable {
 
   private func connectLocked() throws(PostgresError) {
     let generation = group?.generation ?? 0
-    do {
-      connection = try openConnection(conninfo, applicationName: "thumbd", liveness: liveness, group: group)
+    do throws(PostgresError) {
+      let conn = try openConnection(conninfo, applicationName: "thumbd", liveness: liveness, group: group)
+      do throws(PostgresError) {
+        if preparesStatements { try boundServerSide(conn) }
+      } catch {
+        PQfinish(conn)
+        throw error
+      }
+      connection = conn
       self.generation = generation
     } catch {
       group?.lost(seenIn: generation, reason: error.message)
       throw error
     }
+  }
+
+  /// Gives the server's end of the connection the client's bounds (SQL/server_liveness.sql). Not behind
+  /// a pooler (`preparesStatements` false): there the server's peer is the pooler, which stays.
+  private func boundServerSide(_ conn: OpaquePointer) throws(PostgresError) {
+    let options = Self.options(of: conn)
+    let standard = Dictionary(liveness.parameters.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+    func setting(_ key: String) -> String {
+      options[key].flatMap { $0.isEmpty ? nil : $0 } ?? standard[key] ?? "0"
+    }
+    let interval = setting("keepalives_interval")
+    let parameters = SQL.ServerLiveness.Parameters(
+      keepalivesIdle: setting("keepalives_idle"), keepalivesInterval: interval,
+      keepalivesCount: setting("keepalives_count"), tcpUserTimeout: setting("tcp_user_timeout"),
+      checkInterval: String((Int(interval) ?? 2) * 1000))
+    let statement = SQL.ServerLiveness.statement
+    let deadline = liveness.deadline(for: statement.deadline).map { ContinuousClock.now + $0 }
+    let answer = withCStrings(parameters.values) { values in
+      PostgresExchange.run(conn, until: deadline) {
+        PQsendQueryParams(conn, statement.text, Int32(statement.parameters.count), nil, values, nil, nil, 0) == 1
+      }
+    }
+    guard case .success(let result) = answer else {
+      throw PostgresError(
+        kind: .connection, message: "could not set the server's keepalives: " + String(cString: PQerrorMessage(conn)))
+    }
+    _ = try consume(result, conn)
   }
 
   private func liveConnection() throws(PostgresError) -> OpaquePointer {
@@ -276,9 +342,11 @@ func openConnection(
 }
 
 /// Hands C an array of NUL-terminated strings (NULL for nil) that lives for the duration of `body`.
-func withCStrings<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+func withCStrings<R, E: Error>(
+  _ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) throws(E) -> R
+) throws(E) -> R {
   let copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0)! } }
   defer { copies.forEach { free($0) } }
   let pointers = copies.map { UnsafePointer($0) } + [nil]
-  return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+  return try pointers.withUnsafeBufferPointer { (buffer) throws(E) -> R in try body(buffer.baseAddress!) }
 }

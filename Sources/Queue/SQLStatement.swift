@@ -16,10 +16,12 @@ public struct SQLStatement: Sendable, Hashable, CustomStringConvertible {
   /// The result's columns in order; empty for a statement that returns no rows.
   public let columns: [String]
   public let columnTypes: [String]
+  /// How long the worker waits for its answer (the file's `-- deadline:`).
+  public let deadline: StatementDeadline
 
   public init(
     name: String, text: String, parameters: [String], parameterTypes: [String], columns: [String],
-    columnTypes: [String]
+    columnTypes: [String], deadline: StatementDeadline = .none
   ) {
     self.name = name
     self.text = text
@@ -27,7 +29,26 @@ public struct SQLStatement: Sendable, Hashable, CustomStringConvertible {
     self.parameterTypes = parameterTypes
     self.columns = columns
     self.columnTypes = columnTypes
+    self.deadline = deadline
   }
 
   public var description: String { name }
+}
+
+/// What a statement is, as far as waiting for its answer goes. The TCP bounds of `DatabaseLiveness` catch
+/// a database whose host is gone; a database that is there but does not answer (a frozen process or
+/// virtual machine, storage that hangs, a lock held by someone's forgotten session) keeps its connection
+/// alive for ever, so each statement on the worker's path also has a deadline of its own, a multiple of
+/// `--database-timeout` fitting what it does. A statement past its deadline costs its connection (the
+/// next statement opens a new one) and fails as a connection error, which every caller already
+/// retries; its outcome, if the server still commits it, is fenced like any write whose answer was lost.
+public enum StatementDeadline: String, Sendable, Hashable {
+  /// A few rows on a job's path (a lease, a heartbeat, a lookup): answered in milliseconds by a
+  /// database that works, so twice the liveness bound is already a database that does not.
+  case quick
+  /// A batch: up to 500 outcomes, a step of collection or pruning. Six times the liveness bound.
+  case batch
+  /// Migrations and tools, whose length is the data's (or that wait for one another on purpose): only
+  /// the connection's network bounds.
+  case none
 }

@@ -34,7 +34,8 @@ public enum SQL {
         "bigint", "text[]",
       ],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .quick)
 
     public struct Parameters: StatementParameters {
       public var id: String
@@ -94,7 +95,8 @@ public enum SQL {
       parameters: [],
       parameterTypes: [],
       columns: ["version"],
-      columnTypes: ["text"])
+      columnTypes: ["text"],
+      deadline: .none)
 
     public typealias Parameters = NoParameters
 
@@ -254,7 +256,8 @@ public enum SQL {
         "text[]", "text[]", "bigint[]", "jsonb[]", "bigint[]", "jsonb[]", "text",
       ],
       columns: ["id", "refused", "notified"],
-      columnTypes: ["bigint", "bool", "bigint"])
+      columnTypes: ["bigint", "bool", "bigint"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var ids: [Int64]
@@ -335,7 +338,8 @@ public enum SQL {
       parameters: [],
       parameterTypes: [],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .none)
 
     public typealias Parameters = NoParameters
 
@@ -352,7 +356,8 @@ public enum SQL {
       parameters: [],
       parameterTypes: [],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .none)
 
     public typealias Parameters = NoParameters
 
@@ -395,7 +400,8 @@ public enum SQL {
       parameters: ["url", "max_events"],
       parameterTypes: ["text", "int"],
       columns: ["passed", "queued"],
-      columnTypes: ["int", "int"])
+      columnTypes: ["int", "int"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var url: String
@@ -433,7 +439,8 @@ public enum SQL {
       parameters: ["source_url", "profile", "priority", "external_id"],
       parameterTypes: ["text", "text", "int", "text"],
       columns: ["id"],
-      columnTypes: ["bigint"])
+      columnTypes: ["bigint"],
+      deadline: .quick)
 
     public struct Parameters: StatementParameters {
       public var sourceURL: String
@@ -473,7 +480,8 @@ public enum SQL {
       parameters: [],
       parameterTypes: [],
       columns: ["expired"],
-      columnTypes: ["int"])
+      columnTypes: ["int"],
+      deadline: .quick)
 
     public typealias Parameters = NoParameters
 
@@ -538,7 +546,8 @@ public enum SQL {
       parameters: ["ids", "tokens", "retry_after", "codes", "messages", "refunds"],
       parameterTypes: ["bigint[]", "uuid[]", "float8[]", "text[]", "text[]", "bool[]"],
       columns: ["id", "notified"],
-      columnTypes: ["bigint", "bigint"])
+      columnTypes: ["bigint", "bigint"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var ids: [Int64]
@@ -602,7 +611,8 @@ public enum SQL {
       columns: [
         "job_id", "thumbhash", "name", "width", "height", "format", "bytes", "storage_key", "warnings",
       ],
-      columnTypes: ["bigint", "text", "text", "int", "int", "text", "bigint", "text", "jsonb"])
+      columnTypes: ["bigint", "text", "text", "int", "int", "text", "bigint", "text", "jsonb"],
+      deadline: .quick)
 
     public struct Parameters: StatementParameters {
       public var renderKey: String
@@ -679,7 +689,8 @@ public enum SQL {
       parameters: ["ids", "tokens", "outcomes", "statuses", "retry_in", "errors"],
       parameterTypes: ["bigint[]", "uuid[]", "text[]", "int[]", "float8[]", "text[]"],
       columns: ["id"],
-      columnTypes: ["bigint"])
+      columnTypes: ["bigint"],
+      deadline: .quick)
 
     public struct Parameters: StatementParameters {
       public var ids: [Int64]
@@ -729,7 +740,8 @@ public enum SQL {
       parameters: ["storage_keys", "grace_seconds"],
       parameterTypes: ["text[]", "float8"],
       columns: ["adopted"],
-      columnTypes: ["bigint"])
+      columnTypes: ["bigint"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var storageKeys: [String]
@@ -771,7 +783,8 @@ public enum SQL {
       parameters: ["limit"],
       parameterTypes: ["bigint"],
       columns: ["storage_key", "state", "reason", "age_seconds", "named", "attempts", "last_error"],
-      columnTypes: ["text", "text", "text", "float8", "bool", "int", "text"])
+      columnTypes: ["text", "text", "text", "float8", "bool", "int", "text"],
+      deadline: .none)
 
     public struct Parameters: StatementParameters {
       public var limit: Int64
@@ -850,7 +863,8 @@ public enum SQL {
       parameters: ["worker", "batch_size", "claim_seconds"],
       parameterTypes: ["text", "bigint", "float8"],
       columns: ["storage_key"],
-      columnTypes: ["text"])
+      columnTypes: ["text"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var worker: String
@@ -898,7 +912,8 @@ public enum SQL {
       parameters: ["storage_keys"],
       parameterTypes: ["text[]"],
       columns: ["deleted"],
-      columnTypes: ["bigint"])
+      columnTypes: ["bigint"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var storageKeys: [String]
@@ -941,7 +956,8 @@ public enum SQL {
       parameters: ["storage_keys", "errors", "retry_after"],
       parameterTypes: ["text[]", "text[]", "float8[]"],
       columns: ["failed"],
-      columnTypes: ["bigint"])
+      columnTypes: ["bigint"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var storageKeys: [String]
@@ -987,7 +1003,8 @@ public enum SQL {
       parameters: [],
       parameterTypes: [],
       columns: ["fenced"],
-      columnTypes: ["bigint"])
+      columnTypes: ["bigint"],
+      deadline: .quick)
 
     public typealias Parameters = NoParameters
 
@@ -1032,7 +1049,8 @@ public enum SQL {
       parameters: ["grace_seconds", "batch_size"],
       parameterTypes: ["float8", "bigint"],
       columns: ["marked", "kept"],
-      columnTypes: ["bigint", "bigint"])
+      columnTypes: ["bigint", "bigint"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var graceSeconds: Double
@@ -1096,7 +1114,8 @@ public enum SQL {
       parameters: ["batch_size"],
       parameterTypes: ["bigint"],
       columns: ["events", "notified"],
-      columnTypes: ["bigint", "bigint"])
+      columnTypes: ["bigint", "bigint"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var batchSize: Int64
@@ -1133,7 +1152,8 @@ public enum SQL {
       parameters: ["storage_keys"],
       parameterTypes: ["text[]"],
       columns: ["added"],
-      columnTypes: ["bigint"])
+      columnTypes: ["bigint"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var storageKeys: [String]
@@ -1173,7 +1193,8 @@ public enum SQL {
       parameters: ["storage_keys"],
       parameterTypes: ["text[]"],
       columns: ["storage_key"],
-      columnTypes: ["text"])
+      columnTypes: ["text"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var storageKeys: [String]
@@ -1208,7 +1229,8 @@ public enum SQL {
       parameters: [],
       parameterTypes: [],
       columns: ["waiting"],
-      columnTypes: ["bigint"])
+      columnTypes: ["bigint"],
+      deadline: .quick)
 
     public typealias Parameters = NoParameters
 
@@ -1251,7 +1273,8 @@ public enum SQL {
       parameters: ["ids", "tokens"],
       parameterTypes: ["bigint[]", "uuid[]"],
       columns: ["id", "notified"],
-      columnTypes: ["bigint", "bigint"])
+      columnTypes: ["bigint", "bigint"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var ids: [Int64]
@@ -1302,7 +1325,8 @@ public enum SQL {
       parameters: ["ids", "tokens", "lease_seconds"],
       parameterTypes: ["bigint[]", "uuid[]", "float8"],
       columns: ["id"],
-      columnTypes: ["bigint"])
+      columnTypes: ["bigint"],
+      deadline: .quick)
 
     public struct Parameters: StatementParameters {
       public var ids: [Int64]
@@ -1380,7 +1404,8 @@ public enum SQL {
       columns: [
         "id", "source_url", "profile", "attempts", "max_attempts", "lease_token", "spec", "spec_version",
       ],
-      columnTypes: ["bigint", "text", "text", "int", "int", "uuid", "text", "bigint"])
+      columnTypes: ["bigint", "text", "text", "int", "int", "uuid", "text", "bigint"],
+      deadline: .quick)
 
     public struct Parameters: StatementParameters {
       public var workerID: String
@@ -1456,7 +1481,8 @@ public enum SQL {
       columns: [
         "id", "token", "attempts", "first_attempt_epoch", "event_id", "kind", "created_epoch", "payload",
       ],
-      columnTypes: ["bigint", "uuid", "int", "float8", "bigint", "text", "float8", "text"])
+      columnTypes: ["bigint", "uuid", "int", "float8", "bigint", "text", "float8", "text"],
+      deadline: .quick)
 
     public struct Parameters: StatementParameters {
       public var url: String
@@ -1509,7 +1535,8 @@ public enum SQL {
       parameters: [],
       parameterTypes: [],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .quick)
 
     public typealias Parameters = NoParameters
 
@@ -1528,7 +1555,8 @@ public enum SQL {
       parameters: ["key"],
       parameterTypes: ["bigint"],
       columns: ["pg_advisory_lock"],
-      columnTypes: ["void"])
+      columnTypes: ["void"],
+      deadline: .none)
 
     public struct Parameters: StatementParameters {
       public var key: Int64
@@ -1556,7 +1584,8 @@ public enum SQL {
       parameters: ["older_than_seconds", "batch_size"],
       parameterTypes: ["float8", "int"],
       columns: ["deleted"],
-      columnTypes: ["int"])
+      columnTypes: ["int"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var olderThanSeconds: Double
@@ -1593,7 +1622,8 @@ public enum SQL {
       parameters: ["older_than_seconds", "batch_size"],
       parameterTypes: ["float8", "int"],
       columns: ["deleted"],
-      columnTypes: ["int"])
+      columnTypes: ["int"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var olderThanSeconds: Double
@@ -1629,7 +1659,8 @@ public enum SQL {
       parameters: ["older_than_seconds", "batch_size"],
       parameterTypes: ["float8", "int"],
       columns: ["deleted"],
-      columnTypes: ["int"])
+      columnTypes: ["int"],
+      deadline: .batch)
 
     public struct Parameters: StatementParameters {
       public var olderThanSeconds: Double
@@ -1684,7 +1715,8 @@ public enum SQL {
       parameters: [],
       parameterTypes: [],
       columns: ["queued", "ready", "running", "oldest_ready_seconds", "gc_backlog"],
-      columnTypes: ["bigint", "bigint", "bigint", "float8", "bigint"])
+      columnTypes: ["bigint", "bigint", "bigint", "float8", "bigint"],
+      deadline: .quick)
 
     public typealias Parameters = NoParameters
 
@@ -1715,7 +1747,8 @@ public enum SQL {
       parameters: ["version", "name"],
       parameterTypes: ["text", "text"],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .none)
 
     public struct Parameters: StatementParameters {
       public var version: String
@@ -1762,7 +1795,8 @@ public enum SQL {
         "text", "bigint", "text", "text", "text", "text", "text", "int", "int", "text", "bool",
       ],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .quick)
 
     public struct Parameters: StatementParameters {
       public var url: String
@@ -1828,7 +1862,8 @@ public enum SQL {
       parameters: ["url"],
       parameterTypes: ["text"],
       columns: ["disabled"],
-      columnTypes: ["bool"])
+      columnTypes: ["bool"],
+      deadline: .quick)
 
     public struct Parameters: StatementParameters {
       public var url: String
@@ -1899,7 +1934,8 @@ public enum SQL {
       parameters: [],
       parameterTypes: [],
       columns: ["id", "notified"],
-      columnTypes: ["bigint", "bigint"])
+      columnTypes: ["bigint", "bigint"],
+      deadline: .batch)
 
     public typealias Parameters = NoParameters
 
@@ -1925,7 +1961,8 @@ public enum SQL {
       parameters: [],
       parameterTypes: [],
       columns: ["version"],
-      columnTypes: ["text"])
+      columnTypes: ["text"],
+      deadline: .quick)
 
     public typealias Parameters = NoParameters
 
@@ -1934,6 +1971,68 @@ public enum SQL {
 
       public init(_ row: ResultRow) throws(PostgresError) {
         version = try row.decode("version")
+      }
+    }
+  }
+
+  /// Gives the server's side of a connection the bounds of the client's (DatabaseLiveness, or what the
+  /// URL set instead): a worker or a `thumbd migrate` whose host vanishes is noticed by the server within
+  /// them, so its open transaction is rolled back and its session lock (lock_migrations) released, and its
+  /// backend does not keep a connection slot, instead of until the server's own keepalives give up (two
+  /// hours by default). client_connection_check_interval (PostgreSQL 14 and later) also ends a statement
+  /// that waits on a lock once its client is found gone. Values in the units of the settings: seconds,
+  /// a count, milliseconds, milliseconds.
+  public enum ServerLiveness: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "server_liveness",
+      text: #"""
+        SELECT count(*) AS settings FROM (
+          SELECT set_config('tcp_keepalives_idle', $1, false)
+          UNION ALL SELECT set_config('tcp_keepalives_interval', $2, false)
+          UNION ALL SELECT set_config('tcp_keepalives_count', $3, false)
+          UNION ALL SELECT set_config('tcp_user_timeout', $4, false)
+          UNION ALL SELECT set_config('client_connection_check_interval', $5, false)
+           WHERE current_setting('server_version_num')::int >= 140000) AS applied
+        """#,
+      parameters: [
+        "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout", "check_interval",
+      ],
+      parameterTypes: ["text", "text", "text", "text", "text"],
+      columns: ["settings"],
+      columnTypes: ["bigint"],
+      deadline: .quick)
+
+    public struct Parameters: StatementParameters {
+      public var keepalivesIdle: String
+      public var keepalivesInterval: String
+      public var keepalivesCount: String
+      public var tcpUserTimeout: String
+      public var checkInterval: String
+
+      public init(
+        keepalivesIdle: String, keepalivesInterval: String, keepalivesCount: String, tcpUserTimeout: String,
+        checkInterval: String
+      ) {
+        self.keepalivesIdle = keepalivesIdle
+        self.keepalivesInterval = keepalivesInterval
+        self.keepalivesCount = keepalivesCount
+        self.tcpUserTimeout = tcpUserTimeout
+        self.checkInterval = checkInterval
+      }
+
+      public var values: [String?] {
+        [
+          keepalivesIdle.postgresText, keepalivesInterval.postgresText, keepalivesCount.postgresText,
+          tcpUserTimeout.postgresText, checkInterval.postgresText,
+        ]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var settings: Int64
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        settings = try row.decode("settings")
       }
     }
   }
@@ -1949,7 +2048,8 @@ public enum SQL {
       parameters: [],
       parameterTypes: [],
       columns: ["state", "jobs", "oldest"],
-      columnTypes: ["text", "bigint", "text"])
+      columnTypes: ["text", "bigint", "text"],
+      deadline: .none)
 
     public typealias Parameters = NoParameters
 
@@ -1982,7 +2082,8 @@ public enum SQL {
         "id", "state", "concurrency", "running", "jobs_succeeded", "jobs_failed", "leases_lost", "heartbeat",
         "stale",
       ],
-      columnTypes: ["text", "text", "text", "text", "text", "text", "text", "text", "text"])
+      columnTypes: ["text", "text", "text", "text", "text", "text", "text", "text", "text"],
+      deadline: .none)
 
     public typealias Parameters = NoParameters
 
@@ -2021,7 +2122,8 @@ public enum SQL {
       parameters: ["key"],
       parameterTypes: ["bigint"],
       columns: ["pg_advisory_unlock"],
-      columnTypes: ["bool"])
+      columnTypes: ["bool"],
+      deadline: .quick)
 
     public struct Parameters: StatementParameters {
       public var key: Int64
@@ -2054,7 +2156,8 @@ public enum SQL {
       parameters: ["worker_id"],
       parameterTypes: ["text"],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .quick)
 
     public struct Parameters: StatementParameters {
       public var workerID: String
@@ -2082,7 +2185,7 @@ public enum SQL {
     HeartbeatJobs.statement, LeaseJobs.statement, LeaseWebhookDeliveries.statement, ListenJobs.statement,
     LockMigrations.statement, PruneEvents.statement, PruneJobs.statement, PruneOriginals.statement,
     QueueDepth.statement, RecordMigration.statement, RecordOriginal.statement, RegisterWebhook.statement,
-    RescueExpiredJobs.statement, SchemaVersion.statement, StatusQueue.statement, StatusWorkers.statement,
-    UnlockMigrations.statement, WithdrawWorker.statement,
+    RescueExpiredJobs.statement, SchemaVersion.statement, ServerLiveness.statement, StatusQueue.statement,
+    StatusWorkers.statement, UnlockMigrations.statement, WithdrawWorker.statement,
   ]
 }

@@ -8,6 +8,7 @@
 -- params: lease_seconds float8, state text, jobs_succeeded bigint, jobs_failed bigint,
 -- params: jobs_retried bigint, leases_lost bigint, source_schemes text[]
 -- returns: none
+-- deadline: quick
 INSERT INTO thumbs.workers AS w
        (id, host, pid, version, concurrency, memory_budget, lease_ttl, state,
         jobs_succeeded, jobs_failed, jobs_retried, leases_lost, source_schemes, fences_collection)

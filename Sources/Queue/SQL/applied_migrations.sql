@@ -2,4 +2,5 @@
 -- The versions (the NNNN of NNNN_name.sql) of the migrations already applied.
 -- params: none
 -- returns: version text
+-- deadline: none
 SELECT version FROM thumbs.schema_migrations

@@ -29,6 +29,7 @@
 -- params: render_keys text?[], reused_from bigint?[], stage_ms jsonb?[], spec_versions bigint?[],
 -- params: warnings jsonb[], public_url_base text?
 -- returns: id bigint, refused bool, notified bigint
+-- deadline: batch
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
                        $14::bigint[], $15::jsonb[])

@@ -3,5 +3,6 @@
 -- transaction as the migration itself.
 -- params: none
 -- returns: none
+-- deadline: none
 CREATE TABLE IF NOT EXISTS thumbs.schema_migrations (
   version text PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())

@@ -6,6 +6,7 @@
 -- taken, as in thumbs.events_after: no later commit can land behind the cursor.
 -- params: url text, max_events int
 -- returns: passed int, queued int
+-- deadline: batch
 WITH endpoint AS MATERIALIZED (
   SELECT w.url, w.cursor, w.disabled_at FROM thumbs.webhook_endpoints w
    WHERE w.url = $1::text FOR UPDATE SKIP LOCKED),

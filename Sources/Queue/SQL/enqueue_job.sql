@@ -3,4 +3,5 @@
 -- external id, else its source) and profile.
 -- params: source_url text, profile text, priority int, external_id text?
 -- returns: id bigint
+-- deadline: quick
 SELECT thumbs.enqueue($1, $2, $3::int, external_id => $4) AS id

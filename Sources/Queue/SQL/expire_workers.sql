@@ -3,4 +3,5 @@
 -- a minute); returns how many.
 -- params: none
 -- returns: expired int
+-- deadline: quick
 SELECT thumbs.expire_workers() AS expired

@@ -12,6 +12,7 @@
 -- params: ids bigint[], tokens uuid[], retry_after float8?[], codes text[], messages text[],
 -- params: refunds bool[]
 -- returns: id bigint, notified bigint
+-- deadline: batch
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[], $5::text[], $6::bool[])
            AS t(id, token, retry_after, code, message, refund)),

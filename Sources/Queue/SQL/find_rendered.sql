@@ -6,6 +6,7 @@
 -- params: render_key text
 -- returns: job_id bigint, thumbhash text?, name text, width int, height int, format text, bytes bigint,
 -- returns: storage_key text, warnings jsonb?
+-- deadline: quick
 WITH source AS (
   SELECT p.id, p.job_id, p.thumbhash FROM thumbs.photos p
    WHERE p.render_key = $1

@@ -7,6 +7,7 @@
 -- params: ids bigint[], tokens uuid[], outcomes text[], statuses int?[], retry_in float8?[],
 -- params: errors text?[]
 -- returns: id bigint
+-- deadline: quick
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::text[])
            AS t(id, token, outcome, status, retry_in, error)),

@@ -3,4 +3,5 @@
 -- older than the grace already. Collection still checks, under its fence, that nothing names them.
 -- params: storage_keys text[], grace_seconds float8
 -- returns: adopted bigint
+-- deadline: batch
 SELECT thumbs.add_gc_candidates($1::text[], 'orphan', now() - make_interval(secs => $2::float8)) AS adopted

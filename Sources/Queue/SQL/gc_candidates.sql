@@ -5,6 +5,7 @@
 -- params: limit bigint
 -- returns: storage_key text, state text, reason text?, age_seconds float8, named bool, attempts int,
 -- returns: last_error text?
+-- deadline: none
 SELECT g.storage_key, g.state, g.reason, extract(epoch FROM now() - g.queued_at)::float8 AS age_seconds,
        thumbs.object_is_named(g.storage_key) AS named, g.attempts, g.last_error
   FROM thumbs.gc_objects g

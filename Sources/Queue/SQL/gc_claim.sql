@@ -7,6 +7,7 @@
 -- release) is registered or runs a job unregistered.
 -- params: worker text, batch_size bigint, claim_seconds float8
 -- returns: storage_key text
+-- deadline: batch
 WITH oldest_running AS MATERIALIZED (
   SELECT coalesce(min(j.started_at), 'infinity'::timestamptz) AS started_at
     FROM thumbs.jobs j WHERE j.state = 'running'),

@@ -4,6 +4,7 @@
 -- deleted.
 -- params: storage_keys text[]
 -- returns: deleted bigint
+-- deadline: batch
 WITH done AS (
   UPDATE thumbs.gc_objects g
      SET state = NULL, deleted_at = now(), fenced_at = NULL, claimed_by = NULL, claim_expires_at = NULL,

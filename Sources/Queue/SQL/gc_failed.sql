@@ -3,6 +3,7 @@
 -- refused), claimable again after their delay, with the storage's error.
 -- params: storage_keys text[], errors text[], retry_after float8[]
 -- returns: failed bigint
+-- deadline: batch
 WITH input AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::float8[]) AS t(storage_key, error, retry_after)),
 failed AS (

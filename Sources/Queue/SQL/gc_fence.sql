@@ -4,6 +4,7 @@
 -- is refused if it names the object; the jobs leased before it are waited for (gc_claim).
 -- params: none
 -- returns: fenced bigint
+-- deadline: quick
 WITH fenced AS (
   UPDATE thumbs.gc_objects g SET fenced_at = clock_timestamp()
    WHERE g.state = 'deleting' AND g.fenced_at IS NULL

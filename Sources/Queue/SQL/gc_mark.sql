@@ -5,6 +5,7 @@
 -- wait on each other.
 -- params: grace_seconds float8, batch_size bigint
 -- returns: marked bigint, kept bigint
+-- deadline: batch
 WITH due AS MATERIALIZED (
   SELECT g.storage_key FROM thumbs.gc_objects g
    WHERE g.state = 'pending' AND g.queued_at <= now() - make_interval(secs => $1::float8)

@@ -5,6 +5,7 @@
 -- are pruned too.
 -- params: batch_size bigint
 -- returns: events bigint, notified bigint
+-- deadline: batch
 WITH finished AS MATERIALIZED (
   SELECT e.id, e.job_id, e.external_id, e.profile FROM thumbs.erasures e
    WHERE NOT EXISTS (SELECT 1 FROM thumbs.erasure_keys k WHERE k.erasure_id = e.id AND k.outcome IS NULL)

@@ -4,4 +4,5 @@
 -- have been stored for nothing. Collection keeps whatever something names meanwhile.
 -- params: storage_keys text[]
 -- returns: added bigint
+-- deadline: batch
 SELECT thumbs.add_gc_candidates($1::text[], 'unclaimed') AS added

@@ -4,6 +4,7 @@
 -- never recorded it: a crash between the two).
 -- params: storage_keys text[]
 -- returns: storage_key text
+-- deadline: batch
 SELECT k.storage_key
   FROM unnest($1::text[]) AS k(storage_key)
  WHERE NOT thumbs.object_is_named(k.storage_key)

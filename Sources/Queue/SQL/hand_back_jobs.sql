@@ -8,6 +8,7 @@
 -- lease_token, locked in id order.
 -- params: ids bigint[], tokens uuid[]
 -- returns: id bigint, notified bigint
+-- deadline: batch
 WITH input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
 locked AS MATERIALIZED (
   SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id

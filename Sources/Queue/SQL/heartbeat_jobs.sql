@@ -9,6 +9,7 @@
 -- Only lease_expires_at changes, a column no index covers, so the update is HOT.
 -- params: ids bigint[], tokens uuid[], lease_seconds float8
 -- returns: id bigint
+-- deadline: quick
 WITH input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
 locked AS MATERIALIZED (
   SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id

@@ -14,6 +14,7 @@
 -- params: worker_id text, limit bigint, lease_seconds float8, siblings bigint
 -- returns: id bigint, source_url text, profile text, attempts int, max_attempts int, lease_token uuid,
 -- returns: spec text?, spec_version bigint?
+-- deadline: quick
 WITH picked AS MATERIALIZED (
   SELECT id, source_key, shares_source FROM thumbs.jobs
    WHERE state = 'queued' AND run_at <= now()

@@ -6,6 +6,7 @@
 -- params: url text, limit int, lease_seconds float8
 -- returns: id bigint, token uuid, attempts int, first_attempt_epoch float8, event_id bigint,
 -- returns: kind text, created_epoch float8, payload text
+-- deadline: quick
 WITH due AS (
   SELECT d.id FROM thumbs.webhook_deliveries d
    WHERE d.endpoint = $1::text AND d.state = 'pending' AND d.next_attempt_at <= now()

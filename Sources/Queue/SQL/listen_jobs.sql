@@ -4,4 +4,5 @@
 -- folds the notifications of one transaction into one).
 -- params: none
 -- returns: none
+-- deadline: quick
 LISTEN thumbs_jobs

@@ -4,4 +4,5 @@
 -- agree on.
 -- params: key bigint
 -- returns: pg_advisory_lock void
+-- deadline: none
 SELECT pg_advisory_lock($1::bigint)

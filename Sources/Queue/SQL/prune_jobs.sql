@@ -4,4 +4,5 @@
 -- few locks.
 -- params: older_than_seconds float8, batch_size int
 -- returns: deleted int
+-- deadline: batch
 SELECT thumbs.prune(make_interval(secs => $1::float8), $2::int) AS deleted

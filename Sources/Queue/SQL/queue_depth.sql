@@ -12,6 +12,7 @@
 -- index of candidates.
 -- params: none
 -- returns: queued bigint, ready bigint, running bigint, oldest_ready_seconds float8, gc_backlog bigint
+-- deadline: quick
 WITH queued AS (
   SELECT count(*) AS queued,
          count(*) FILTER (WHERE run_at <= now()) AS ready,

@@ -5,6 +5,7 @@
 -- params: url text, bytes bigint, sha256 text, content_type text?, etag text?, last_modified text?,
 -- params: format text?, width int?, height int?, fetched_by text, revalidated bool
 -- returns: none
+-- deadline: quick
 INSERT INTO thumbs.originals AS o
        (url, bytes, sha256, content_type, etag, last_modified, format, width, height, fetched_by,
         downloads, revalidations)

@@ -4,6 +4,7 @@
 -- that exists keeps its cursor and its on/off state. Returns whether it is off (answered 410).
 -- params: url text
 -- returns: disabled bool
+-- deadline: quick
 WITH added AS (
   INSERT INTO thumbs.webhook_endpoints (url, cursor)
   SELECT $1::text,

@@ -9,6 +9,7 @@
 -- thumbs_events the same way.
 -- params: none
 -- returns: id bigint, notified bigint
+-- deadline: batch
 WITH expired AS (
   SELECT id FROM thumbs.jobs
    WHERE state = 'running' AND lease_expires_at < now()

@@ -3,4 +3,5 @@
 -- statements need (SchemaRequirement) before it announces itself or leases anything.
 -- params: none
 -- returns: version text?
+-- deadline: quick
 SELECT max(version) AS version FROM thumbs.schema_migrations

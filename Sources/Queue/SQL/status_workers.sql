@@ -3,6 +3,7 @@
 -- params: none
 -- returns: id text, state text, concurrency text?, running text?, jobs_succeeded text?,
 -- returns: jobs_failed text?, leases_lost text?, heartbeat text?, stale text?
+-- deadline: none
 SELECT id, state, concurrency::text, running::text, jobs_succeeded::text, jobs_failed::text,
        leases_lost::text, date_trunc('second', heartbeat_age)::text AS heartbeat,
        CASE WHEN stale THEN 'yes' ELSE '' END AS stale

@@ -2,4 +2,5 @@
 -- Releases the lock of lock_migrations.
 -- params: key bigint
 -- returns: pg_advisory_unlock bool
+-- deadline: quick
 SELECT pg_advisory_unlock($1::bigint)

@@ -2,4 +2,5 @@
 -- Removes a worker's thumbs.workers row at a clean exit.
 -- params: worker_id text
 -- returns: none
+-- deadline: quick
 DELETE FROM thumbs.workers WHERE id = $1

@@ -18,7 +18,8 @@ enum BenchSQL {
       parameters: [],
       parameterTypes: [],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .none)
 
     typealias Parameters = NoParameters
 
@@ -35,7 +36,8 @@ enum BenchSQL {
       parameters: [],
       parameterTypes: [],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .none)
 
     typealias Parameters = NoParameters
 
@@ -52,7 +54,8 @@ enum BenchSQL {
       parameters: [],
       parameterTypes: [],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .none)
 
     typealias Parameters = NoParameters
 
@@ -71,7 +74,8 @@ enum BenchSQL {
       parameters: ["jobs"],
       parameterTypes: ["int"],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .none)
 
     struct Parameters: StatementParameters {
       var jobs: Int
@@ -99,7 +103,8 @@ enum BenchSQL {
       parameters: [],
       parameterTypes: [],
       columns: ["jobs"],
-      columnTypes: ["bigint"])
+      columnTypes: ["bigint"],
+      deadline: .none)
 
     typealias Parameters = NoParameters
 
@@ -122,7 +127,8 @@ enum BenchSQL {
       parameters: [],
       parameterTypes: [],
       columns: ["jobs"],
-      columnTypes: ["bigint"])
+      columnTypes: ["bigint"],
+      deadline: .none)
 
     typealias Parameters = NoParameters
 
@@ -146,7 +152,8 @@ enum BenchSQL {
       parameters: [],
       parameterTypes: [],
       columns: [],
-      columnTypes: [])
+      columnTypes: [],
+      deadline: .none)
 
     typealias Parameters = NoParameters
 
