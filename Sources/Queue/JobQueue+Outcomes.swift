@@ -164,6 +164,16 @@ extension JobQueue {
 
   /// Returns unfinished jobs to the queue without counting the attempt (a clean stop is not the job's
   /// fault), logs the hand-back, and wakes idle workers to take them.
+  /// Hands back the jobs leased to `workerID` that it does not hold (`held`): what a lease statement
+  /// whose answer was lost may have leased after all (SQL/unheld_jobs.sql). Returns their ids.
+  public func reclaimUnheld(workerID: String, held: [Int64]) async throws(PostgresError) -> [Int64] {
+    let rows = try await client.run(SQL.UnheldJobs.self, .init(workerID: workerID, heldIDs: held))
+    guard !rows.isEmpty else { return [] }
+    let written = try await client.run(
+      SQL.HandBackJobs.self, .init(ids: rows.map(\.id), tokens: rows.map(\.leaseToken)), prepared: true)
+    return written.map(\.id).sorted()
+  }
+
   private func handBack(_ jobs: [LeasedJob]) async throws(PostgresError) -> Set<Int64> {
     let written = try await client.run(
       SQL.HandBackJobs.self, .init(ids: jobs.map(\.id), tokens: jobs.map(\.leaseToken)), prepared: true)

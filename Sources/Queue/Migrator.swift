@@ -65,7 +65,9 @@ public struct Migrator: Sendable {
     try connection.run(SQL.LockMigrations.self, .init(key: Self.lockKey))
     // A lost connection took the lock (and any open transaction) with it: no reconnecting to undo them.
     defer {
-      if connection.isConnected { _ = try? connection.run(SQL.UnlockMigrations.self, .init(key: Self.lockKey)) }
+      if connection.isConnected {
+        _ = try? connection.run(SQL.UnlockMigrations.self, .init(key: Self.lockKey))
+      }
     }
     try connection.run(SQL.CreateThumbsSchema.self)
     try connection.run(SQL.CreateMigrationsTable.self)

@@ -132,7 +132,9 @@ public final class PostgresConnection: @unchecked Sendable {
       }
       guard let name else {
         return try withCStrings(parameters) { values throws(PostgresError) in
-          try exchange { PQsendQueryParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0) == 1 }
+          try exchange {
+            PQsendQueryParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0) == 1
+          }
         }
       }
       if !preparedNames.contains(name) {
@@ -243,12 +245,14 @@ public final class PostgresConnection: @unchecked Sendable {
     let deadline = liveness.deadline(for: statement.deadline).map { ContinuousClock.now + $0 }
     let answer = withCStrings(parameters.values) { values in
       PostgresExchange.run(conn, until: deadline) {
-        PQsendQueryParams(conn, statement.text, Int32(statement.parameters.count), nil, values, nil, nil, 0) == 1
+        PQsendQueryParams(conn, statement.text, Int32(statement.parameters.count), nil, values, nil, nil, 0)
+          == 1
       }
     }
     guard case .success(let result) = answer else {
       throw PostgresError(
-        kind: .connection, message: "could not set the server's keepalives: " + String(cString: PQerrorMessage(conn)))
+        kind: .connection,
+        message: "could not set the server's keepalives: " + String(cString: PQerrorMessage(conn)))
     }
     _ = try consume(result, conn)
   }

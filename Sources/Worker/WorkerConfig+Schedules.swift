@@ -9,6 +9,7 @@ extension WorkerConfig {
       concurrency: concurrency, leaseBatch: effectiveLeaseBatch, drain: drain,
       pollInterval: .seconds(pollInterval), shutdownGrace: .seconds(shutdownGrace))
     settings.ahead = effectiveLeaseAhead
+    settings.reclaimWindow = .seconds(leaseSeconds)
     return settings
   }
 

@@ -55,6 +55,6 @@ import Testing
     #expect(FetchRetryPolicy().backoff.seconds(afterFailures: 2, unit: 0.5) == 1)
     var pacing = ProducerPacing(
       .init(concurrency: 1, leaseBatch: 1, drain: false, pollInterval: .seconds(1), shutdownGrace: .zero))
-    #expect(pacing.leaseFailed() == .wait(.milliseconds(250)))
+    #expect(pacing.leaseFailed(now: .now) == .wait(.milliseconds(250)))
   }
 }

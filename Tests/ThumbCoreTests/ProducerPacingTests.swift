@@ -74,14 +74,43 @@ import Testing
 
   @Test func failedLeasesBackOffUpToACap() {
     var p = pacing()
-    #expect(p.leaseFailed() == .wait(.milliseconds(250)))
-    #expect(p.leaseFailed() == .wait(.milliseconds(500)))
-    for _ in 0..<30 { _ = p.leaseFailed() }
-    #expect(p.leaseFailed() == .wait(.seconds(5)))
+    #expect(p.leaseFailed(now: t0) == .wait(.milliseconds(250)))
+    #expect(p.leaseFailed(now: t0) == .wait(.milliseconds(500)))
+    for _ in 0..<30 { _ = p.leaseFailed(now: t0) }
+    #expect(p.leaseFailed(now: t0) == .wait(.seconds(5)))
     #expect(p.consecutiveFailures == 33)
     _ = p.leased(count: 0, wanted: 8, running: 0)
     #expect(p.consecutiveFailures == 0)
-    #expect(p.leaseFailed() == .wait(.milliseconds(250)))
+    #expect(p.leaseFailed(now: t0) == .wait(.milliseconds(250)))
+  }
+
+  /// A lease whose answer was lost may have leased jobs anyway, when the database runs it late: the
+  /// producer looks for them once it may lease again, keeps looking every reclaim interval for a lease's
+  /// length after the database first answers, then stops looking. A failure it knows reached nothing
+  /// (a query error) starts no look.
+  @Test func aLostLeaseAnswerIsFollowedByLooksForJobsLeasedAnyway() {
+    var p = pacing()
+    #expect(p.leaseFailed(answerLost: false, now: t0) == .wait(.milliseconds(250)))
+    #expect(!p.reclaiming)
+    #expect(p.leaseFailed(answerLost: true, now: t0) == .wait(.milliseconds(500)))
+    #expect(p.reclaiming)
+    #expect(p.next(running: 0, aside: 0, now: t0 + .milliseconds(100)) == .lease(limit: 8))
+    #expect(p.next(running: 0, aside: 0, now: t0 + .milliseconds(500)) == .reclaim)
+    // Still away: looked for again after the backoff, the window not started.
+    #expect(p.reclaimFailed(now: t0 + .seconds(1)) == .wait(.milliseconds(750)))
+    #expect(p.next(running: 0, aside: 0, now: t0 + .seconds(1)) == .lease(limit: 8))
+    let back = t0 + .seconds(2)
+    #expect(p.next(running: 0, aside: 0, now: back) == .reclaim)
+    #expect(p.reclaimed(count: 0, now: back) == .proceed)
+    #expect(p.next(running: 0, aside: 0, now: back + .milliseconds(500)) == .lease(limit: 8))
+    #expect(p.next(running: 0, aside: 0, now: back + .seconds(1)) == .reclaim)
+    #expect(p.reclaimed(count: 2, now: back + .seconds(1)) == .proceed)
+    #expect(p.reclaiming)
+    // The window is the lease's length from the first answer; then the looking ends.
+    #expect(p.next(running: 0, aside: 0, now: back + .seconds(60)) == .reclaim)
+    #expect(p.reclaimed(count: 0, now: back + .seconds(60)) == .proceed)
+    #expect(!p.reclaiming)
+    #expect(p.next(running: 0, aside: 0, now: back + .seconds(90)) == .lease(limit: 8))
   }
 
   @Test func drainingEndsOnlyWhenNothingIsDueRunningOrRescued() {

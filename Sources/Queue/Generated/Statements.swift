@@ -2112,6 +2112,50 @@ public enum SQL {
     }
   }
 
+  /// Jobs leased to worker $1 that it does not hold ($2: the ids it holds): what a lease statement whose
+  /// answer never came (past its deadline, or its connection broken) may have leased after all, when the
+  /// database ran it anyway. The worker hands them back (hand_back_jobs, fenced by these lease tokens), so
+  /// they wait for the next lease rather than for their lease to expire. Only running jobs are looked at
+  /// (jobs_running_idx).
+  public enum UnheldJobs: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "unheld_jobs",
+      text: #"""
+        SELECT id, lease_token FROM thumbs.jobs
+         WHERE state = 'running' AND leased_by = $1 AND id <> ALL ($2::bigint[])
+         ORDER BY id
+        """#,
+      parameters: ["worker_id", "held_ids"],
+      parameterTypes: ["text", "bigint[]"],
+      columns: ["id", "lease_token"],
+      columnTypes: ["bigint", "uuid"],
+      deadline: .quick)
+
+    public struct Parameters: StatementParameters {
+      public var workerID: String
+      public var heldIDs: [Int64]
+
+      public init(workerID: String, heldIDs: [Int64]) {
+        self.workerID = workerID
+        self.heldIDs = heldIDs
+      }
+
+      public var values: [String?] {
+        [workerID.postgresText, PostgresArray.literal(heldIDs)]
+      }
+    }
+
+    public struct Row: StatementRow, Equatable {
+      public var id: Int64
+      public var leaseToken: String
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        id = try row.decode("id")
+        leaseToken = try row.decode("lease_token")
+      }
+    }
+  }
+
   /// Releases the lock of lock_migrations.
   public enum UnlockMigrations: TypedStatement {
     public static let statement = SQLStatement(
@@ -2186,6 +2230,6 @@ public enum SQL {
     LockMigrations.statement, PruneEvents.statement, PruneJobs.statement, PruneOriginals.statement,
     QueueDepth.statement, RecordMigration.statement, RecordOriginal.statement, RegisterWebhook.statement,
     RescueExpiredJobs.statement, SchemaVersion.statement, ServerLiveness.statement, StatusQueue.statement,
-    StatusWorkers.statement, UnlockMigrations.statement, WithdrawWorker.statement,
+    StatusWorkers.statement, UnheldJobs.statement, UnlockMigrations.statement, WithdrawWorker.statement,
   ]
 }

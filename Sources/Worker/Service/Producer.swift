@@ -54,10 +54,24 @@ struct Producer: Service, WithServiceContext {
             runner.start(jobs, in: &group)
             action = pacing.leased(count: jobs.count, wanted: limit, running: runner.running)
           } catch {
-            action = pacing.leaseFailed()
+            action = pacing.leaseFailed(answerLost: (error as? PostgresError)?.kind != .query, now: .now)
             logger.warning(
               "lease failed, will retry",
               metadata: ["error": "\(error)", "failures": "\(pacing.consecutiveFailures)"])
+          }
+        case .reclaim:
+          activity.awaiting("a look for jobs a lost lease answer may have leased")
+          do {
+            let held = runner.snapshot.map(\.id)
+            let returned = try await queue.reclaimUnheld(workerID: config.workerID, held: held)
+            if !returned.isEmpty {
+              logger.notice(
+                "handed back jobs leased by a statement whose answer was lost",
+                metadata: ["job.ids": "\(returned)"])
+            }
+            action = pacing.reclaimed(count: returned.count, now: .now)
+          } catch {
+            action = pacing.reclaimFailed(now: .now)
           }
         case .rescue:
           // Nothing due here. Jobs of dead workers may be waiting out their lease: rescue, then look again.

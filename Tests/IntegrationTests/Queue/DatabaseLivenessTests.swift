@@ -89,15 +89,17 @@ struct DatabaseLivenessTests {
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
     let source = TestDatabase.repoRoot.appendingPathComponent("migrations")
-    for name in try FileManager.default.contentsOfDirectory(atPath: source.path) where name.hasSuffix(".sql") {
-      try FileManager.default.copyItem(at: source.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+    for name in try FileManager.default.contentsOfDirectory(atPath: source.path) where name.hasSuffix(".sql")
+    {
+      try FileManager.default.copyItem(
+        at: source.appendingPathComponent(name), to: folder.appendingPathComponent(name))
     }
     try """
-      CREATE TABLE thumbs.probe_before (id int);
-      LOCK TABLE thumbs.photos IN ACCESS EXCLUSIVE MODE;
-      CREATE TABLE thumbs.probe_after (id int);
+    CREATE TABLE thumbs.probe_before (id int);
+    LOCK TABLE thumbs.photos IN ACCESS EXCLUSIVE MODE;
+    CREATE TABLE thumbs.probe_after (id int);
 
-      """.write(to: folder.appendingPathComponent("9999_probe.sql"), atomically: true, encoding: .utf8)
+    """.write(to: folder.appendingPathComponent("9999_probe.sql"), atomically: true, encoding: .utf8)
     let holder = try PostgresConnection(conninfo: database)
     defer { holder.close() }
     try holder.execute(script: "BEGIN; LOCK TABLE thumbs.photos IN SHARE MODE")
@@ -105,7 +107,8 @@ struct DatabaseLivenessTests {
     let migrate = Task.detached {
       let started = ContinuousClock.now
       let result = try runProgram(
-        binary.path, ["migrate", "--dir", folder.path], environment: ["DATABASE_URL": url, "PATH": "/usr/bin:/bin"],
+        binary.path, ["migrate", "--dir", folder.path],
+        environment: ["DATABASE_URL": url, "PATH": "/usr/bin:/bin"],
         withStandardError: true)
       return (result, started.duration(to: .now))
     }
@@ -128,13 +131,16 @@ struct DatabaseLivenessTests {
     if !ended {  // fail, not hang: the next migrate would wait for its session lock
       _ = try sql(
         database,
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%probe%'")
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%probe%'"
+      )
     }
     try holder.execute(script: "COMMIT")
-    let tables = "SELECT count(*)::text FROM pg_tables WHERE schemaname = 'thumbs' AND tablename LIKE 'probe%'"
+    let tables =
+      "SELECT count(*)::text FROM pg_tables WHERE schemaname = 'thumbs' AND tablename LIKE 'probe%'"
     #expect(try sql(database, tables).rows == [["0"]], "nothing of the cut migration is left")
     let again = try runProgram(
-      binary.path, ["migrate", "--dir", folder.path], environment: ["DATABASE_URL": database, "PATH": "/usr/bin:/bin"],
+      binary.path, ["migrate", "--dir", folder.path],
+      environment: ["DATABASE_URL": database, "PATH": "/usr/bin:/bin"],
       withStandardError: true)
     #expect(again.code == 0 && again.output.contains("applied 9999_probe"), "\(again.output)")
     #expect(try sql(database, tables).rows == [["2"]])

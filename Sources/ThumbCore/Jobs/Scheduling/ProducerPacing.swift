@@ -24,6 +24,12 @@ public struct ProducerPacing: Sendable {
     /// Jobs leased beyond the slots: each waits for a slot with its original already downloading, so
     /// that a slot that frees up finds its next job ready to decode instead of waiting for the network.
     public var ahead = 0
+    /// After a lease statement whose answer was lost, how long to keep looking for jobs the database
+    /// leased to this worker anyway (it may run the statement late, when it comes back); past this their
+    /// leases have expired and any worker's rescue returns them. The lease's length.
+    public var reclaimWindow: Duration = .seconds(60)
+    /// How often to look meanwhile.
+    public var reclaimInterval: Duration = .seconds(1)
 
     public init(
       concurrency: Int, leaseBatch: Int, drain: Bool, pollInterval: Duration, shutdownGrace: Duration
@@ -52,6 +58,9 @@ public struct ProducerPacing: Sendable {
     case rescue
     /// Drained: the producer ends.
     case finish
+    /// A lease statement's answer was lost: look for jobs the database leased to this worker without
+    /// its knowing and hand them back, then report `reclaimed` or `reclaimFailed`.
+    case reclaim
   }
 
   public enum StopAction: Equatable, Sendable {
@@ -73,6 +82,10 @@ public struct ProducerPacing: Sendable {
   private var freeSince: ContinuousClock.Instant?
   private var failures = 0
   private var stopDeadline: ContinuousClock.Instant?
+  /// After a lost lease answer: when to look for unheld jobs next, and until when (nil until the first
+  /// look succeeds: the window starts once the database answers again).
+  private var reclaimAt: ContinuousClock.Instant?
+  private var reclaimUntil: ContinuousClock.Instant?
 
   public init(_ settings: Settings) {
     self.settings = settings
@@ -86,6 +99,7 @@ public struct ProducerPacing: Sendable {
     case .stopping: return .stop
     case .producing: break
     }
+    if let at = reclaimAt, at <= now { return .reclaim }
     let busy = running - min(aside, settings.concurrency)
     let free = settings.concurrency + settings.ahead - busy
     guard free > 0 else {
@@ -113,10 +127,41 @@ public struct ProducerPacing: Sendable {
   }
 
   /// The lease statement failed (the database is away or restarting): back off a little more each time.
-  public mutating func leaseFailed() -> Action {
+  /// `answerLost`: the statement may have reached the database (its connection broke or its deadline
+  /// passed while it waited), which may have leased jobs anyway: look for them until the reclaim window
+  /// has passed.
+  public mutating func leaseFailed(answerLost: Bool = false, now: ContinuousClock.Instant) -> Action {
     failures += 1
-    return .wait(settings.leaseBackoff.delay(afterFailures: failures))
+    let delay = settings.leaseBackoff.delay(afterFailures: failures)
+    if answerLost {
+      reclaimAt = reclaimAt ?? now + delay
+      reclaimUntil = nil
+    }
+    return .wait(delay)
   }
+
+  /// The look for unheld jobs answered (`count` were handed back). The first answer opens the window;
+  /// past it, looking ends.
+  public mutating func reclaimed(count: Int, now: ContinuousClock.Instant) -> Action {
+    let until = reclaimUntil ?? now + settings.reclaimWindow
+    if now >= until {
+      (reclaimAt, reclaimUntil) = (nil, nil)
+    } else {
+      (reclaimAt, reclaimUntil) = (now + settings.reclaimInterval, until)
+    }
+    return .proceed
+  }
+
+  /// The look for unheld jobs failed (the database is still away): try again after the lease backoff.
+  public mutating func reclaimFailed(now: ContinuousClock.Instant) -> Action {
+    failures += 1
+    let delay = settings.leaseBackoff.delay(afterFailures: failures)
+    reclaimAt = now + delay
+    return .wait(delay)
+  }
+
+  /// Whether jobs the database may have leased without this worker's knowing are still looked for.
+  public var reclaiming: Bool { reclaimAt != nil }
 
   /// Consecutive failed lease statements, for the log.
   public var consecutiveFailures: Int { failures }
