@@ -47,6 +47,11 @@ let package = Package(
     .target(
       name: "CHEVCDecoder", dependencies: ["CLibHeif", "CLibAVCodec"],
       linkerSettings: [.linkedLibrary("avcodec"), .linkedLibrary("avutil")]),
+    // Video originals: libavformat demuxes from memory, libavcodec decodes the keyframes (C: libavformat's
+    // structs and callbacks are far simpler to drive from C than through Swift's importer).
+    .target(
+      name: "CVideoDecoder", dependencies: ["CLibAVCodec"],
+      linkerSettings: [.linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("avutil")]),
     // curl_easy_setopt/getinfo are variadic, which Swift cannot call: typed wrappers live here.
     .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
     // mallopt (whose header Swift's Glibc module leaves out) and the CPU feature check.
@@ -63,7 +68,9 @@ let package = Package(
     .target(name: "Hashing", dependencies: ["CLibCrypto"], swiftSettings: strict),
     .target(
       name: "Imaging",
-      dependencies: ["ThumbCore", "CTurboJPEG", "CLibHeif", "CHEVCDecoder", "CSpng", "CWebP", "CLCMS2"],
+      dependencies: [
+        "ThumbCore", "CTurboJPEG", "CLibHeif", "CHEVCDecoder", "CVideoDecoder", "CSpng", "CWebP", "CLCMS2",
+      ],
       // Optimised in debug builds too: unoptimised SIMD code is a hundred times slower, and the tests
       // (built in debug) resample real photographs. On x86-64, compiled for AVX2 and FMA (Haswell, 2013,
       // and later: 8-lane fused multiply-adds in the resampler); `thumbd` checks the CPU before using it.

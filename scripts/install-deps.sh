@@ -15,6 +15,8 @@ packages=(
   libheif-dev
   # libavcodec's HEVC decoder: HEIC pictures decode faster than with libheif's libde265.
   libavcodec-dev
+  # Video originals: libavformat demuxes MP4, MOV, 3GP, Matroska and WebM from memory.
+  libavformat-dev
   libspng-dev
   libwebp-dev
   liblcms2-dev

@@ -74,7 +74,7 @@ public struct Thumbnailer: Sendable {
     return MemoryCostModel.interleavedDecode(
       format: format, stored: header.storedSize, orientation: header.orientation, hasAlpha: header.hasAlpha,
       compressedBytes: data.count, variants: variants, wholeImageCodec: !rowByRowWebP, margin: margin,
-      coded: (decoder as? HEIFSource)?.codedSize,
+      coded: (decoder as? HEIFSource)?.codedSize ?? (decoder as? VideoSource)?.facts.codedSize,
       composedFrame: (decoder as? WebPSource)?.composedFrame)
   }
 

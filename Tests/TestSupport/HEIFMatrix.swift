@@ -51,7 +51,7 @@ public enum HEIFMatrix {
     return try bytes(name)
   }
 
-  static func which(_ tool: String) -> String? {
+  public static func which(_ tool: String) -> String? {
     let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
     return path.split(separator: ":").map { "\($0)/\(tool)" }.first {
       FileManager.default.isExecutableFile(atPath: $0)

@@ -132,6 +132,7 @@ enum FuzzCorpus {
     case .gif: 6
     case .tiff: 4
     case .bmp: 26
+    case .video: 4
     }
   }
 
@@ -141,7 +142,7 @@ enum FuzzCorpus {
     case .jpeg, .gif: 65535
     case .webp: 1 << 24
     case .png: Int(Int32.max)
-    case .heif, .avif, .tiff, .bmp: 0
+    case .heif, .avif, .tiff, .bmp, .video: 0
     }
   }
 }

@@ -12,7 +12,7 @@ import Testing
     #expect(ImageFormat.sniff([0, 0, 0, 0x18] + Array("ftypavif\0\0\0\0avifmif1".utf8)) == .avif)
     // A vendor major brand with HEIF among the compatible ones (libheif's fuzz corpus has such files).
     #expect(ImageFormat.sniff([0, 0, 0, 0x18] + Array("ftyp    \0\0\0\0    mif1".utf8)) == .heif)
-    #expect(ImageFormat.sniff([0, 0, 0, 0x18] + Array("ftypisom\0\0\0\0isommp41".utf8)) == nil)  // MP4
+    #expect(ImageFormat.sniff([0, 0, 0, 0x18] + Array("ftypisom\0\0\0\0isommp41".utf8)) == .video)  // MP4
     #expect(ImageFormat.sniff([0, 0, 0, 0x18] + Array("ftypheic".utf8)) == nil)  // the box is cut short
     #expect(ImageFormat.sniff(Array("<html>".utf8)) == nil)
     #expect(ImageFormat.sniff([]) == nil)

@@ -75,6 +75,7 @@ enum SourceDecoders {
     case .heif, .avif: decoder = try HEIFSource(data, format: format, maxPixels: maxPixels)
     case .png: decoder = try PNGSource(data)
     case .webp: decoder = try WebPSource(data)
+    case .video: decoder = try VideoSource(data, maxPixels: maxPixels)
     case .gif, .tiff, .bmp:
       throw JobError(.unsupportedFormat, "\(format.rawValue) originals are not supported")
     }

@@ -1,6 +1,8 @@
 /// Image formats, told apart by their first bytes: never by URL or Content-Type, which lie.
 public enum ImageFormat: String, Sendable {
   case jpeg, png, webp, heif, avif, gif, tiff, bmp
+  /// A video container (MP4, MOV, M4V, 3GP, Matroska, WebM): its poster frame is the picture.
+  case video
 
   /// The format the bytes begin like, or nil when they look like no image we know.
   public static func sniff(_ bytes: [UInt8]) -> ImageFormat? {
@@ -15,8 +17,21 @@ public enum ImageFormat: String, Sendable {
     // "BM" claims the bytes even when too short to tell: a longer copy of them must not sniff otherwise.
     if starts(Array("BM".utf8)) { return bytes.count >= 26 ? .bmp : nil }
     if starts(Array("ftyp".utf8), at: 4) { return isobmff(bytes) }
+    // Matroska and WebM: an EBML header.
+    if starts([0x1A, 0x45, 0xDF, 0xA3]) { return .video }
+    // QuickTime files older than `ftyp` begin with one of its top-level atoms.
+    for atom in ["moov", "mdat", "wide", "free", "skip", "pnot"] where starts(Array(atom.utf8), at: 4) {
+      return .video
+    }
     return nil
   }
+
+  /// Major or compatible brands of MP4, QuickTime, M4V, 3GPP and their relatives: a file branded so and
+  /// not as HEIF or AVIF is a video. (Canon's `crx ` raw photos are ISO files too, and stay unknown.)
+  static let videoBrands: Set<String> = [
+    "isom", "iso2", "iso3", "iso4", "iso5", "iso6", "mp41", "mp42", "avc1", "qt  ", "M4V ", "M4VH", "M4VP",
+    "3gp4", "3gp5", "3gp6", "3gp7", "3g2a", "3g2b", "3g2c", "mmp4", "MSNV", "dash", "f4v ", "XAVC", "hvc1",
+  ]
 
   static let avifBrands: Set<String> = ["avif", "avis"]
   static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1"]
@@ -37,6 +52,7 @@ public enum ImageFormat: String, Sendable {
       if avifBrands.contains(brand) { return .avif }
       if heifBrands.contains(brand) { return .heif }
     }
+    if brands.contains(where: videoBrands.contains) { return .video }
     return nil
   }
 }

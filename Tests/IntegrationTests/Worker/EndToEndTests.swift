@@ -194,3 +194,42 @@ struct EndToEndTests {
     #expect(try await origin.requestCount("/status/503") == 3)
   }
 }
+
+/// Videos through the same job as photos: fetched, the poster chosen, four variants stored, the job
+/// succeeded with its ThumbHash; a file with no video stream fails as unsupported_format, for good.
+@Suite(
+  .serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)),
+  .enabled(if: VideoMatrix.isAvailable, Comment(rawValue: VideoMatrix.skipReason)))
+struct VideoJobTests {
+  @Test func videosBecomeFourVariantsAndAudioFailsForGood() async throws {
+    let database = try TestDatabase.create()
+    let storage = try makeTemporaryDirectory()
+    let folder = try #require(VideoMatrix.folder)
+    let origin = try TestOrigin(root: folder)
+    let clips = ["h264-black-start.mp4", "hevc-10bit.mov", "h264-rotated.mov", "vp9.webm", "audio-only.mp4"]
+    var ids: [String: String] = [:]
+    for clip in clips {
+      ids[clip] = try sql(database, "SELECT thumbs.enqueue($1)", [origin.url("/files/\(clip)")]).rows[0][0]!
+    }
+    let totals = try await drainQueue(databaseURL: database, storage: storage)
+    #expect(totals.succeeded == 4)
+    for clip in clips {
+      let row = try sql(
+        database,
+        "SELECT state, error_code, (SELECT count(*) FROM thumbs.variants v WHERE v.job_id = j.id)::text, thumbhash"
+          + " FROM thumbs.jobs j WHERE id = $1::bigint", [ids[clip]]
+      ).rows[0]
+      if clip == "audio-only.mp4" {
+        #expect(row[0] == "failed" && row[1] == "unsupported_format", "\(clip): \(row)")
+      } else {
+        #expect(row[0] == "succeeded" && row[2] == "4" && row[3] != nil, "\(clip): \(row)")
+      }
+    }
+    let rotated = try sql(
+      database,
+      "SELECT width::text, height::text FROM thumbs.variants WHERE job_id = $1::bigint AND name = 'large'",
+      [ids["h264-rotated.mov"]]
+    ).rows
+    #expect(rotated == [["180", "320"]])
+  }
+}

@@ -1,0 +1,52 @@
+// A video original read from memory with libavformat and libavcodec: the container's facts, then its
+// keyframes one by one (the poster is chosen among them in Swift). Only the demuxers and decoders of
+// the allow-lists below run, and libavformat reads nothing but the bytes it is given (custom I/O, no
+// protocols).
+#ifndef THUMBD_VIDEO_DECODER_H
+#define THUMBD_VIDEO_DECODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct thumbd_video thumbd_video;
+
+typedef struct {
+  int width, height;            // the coded picture's size
+  int sar_num, sar_den;         // sample (pixel) aspect ratio; 0/1 when unknown
+  double rotation;              // the display matrix's turn, degrees counterclockwise (0: none)
+  int flipped;                  // the display matrix mirrors the picture
+  double duration;              // seconds; negative when unknown
+  char codec[32];               // libavcodec's name of the decoder: h264, hevc, mpeg4, vp9, libdav1d
+  char container[32];           // libavformat's name of the demuxer
+  int bit_depth;                // of the coded samples (8, 10, 12); 0 when unknown
+  int color_primaries, color_trc, colorspace, color_range;  // libavutil's enum values
+  int reorder_frames;           // frames the decoder may hold back (has_b_frames)
+  int references;               // reference frames the stream declares (refs), 0 when unknown
+} thumbd_video_info;
+
+typedef struct {
+  int width, height;
+  int bits;                     // 8, or 10/12 in 16-bit little-endian samples
+  int chroma_shift_x, chroma_shift_y;  // log2 of the chroma subsampling (1,1 for 4:2:0)
+  int gray;                     // no chroma planes
+  const uint8_t *data[3];       // Y, Cb, Cr
+  int linesize[3];
+  double time;                  // seconds from the start of the stream; negative when unknown
+  int color_primaries, color_trc, colorspace, color_range;
+} thumbd_video_frame;
+
+// Opens the bytes (which must outlive the video). 0 on success; otherwise a negative code and a message:
+// -1 not a container thumbd reads, -2 no video stream, -3 a codec thumbd does not decode, -4 damaged.
+int thumbd_video_open(const uint8_t *bytes, size_t size, thumbd_video **video, thumbd_video_info *info,
+                      char *message, size_t message_size);
+
+// Decodes the next keyframe at or before `until` seconds (decoding only keyframes). 1: a frame (valid
+// until the next call or the close), 0: none left before `until`, negative: an error with a message
+// (-4 damaged). `deadline_ms`: the monotonic clock (CLOCK_MONOTONIC, milliseconds) past which reading
+// and decoding stop with -5.
+int thumbd_video_next_keyframe(thumbd_video *video, double until, int64_t deadline_ms,
+                               thumbd_video_frame *frame, char *message, size_t message_size);
+
+void thumbd_video_close(thumbd_video *video);
+
+#endif

@@ -1,0 +1,309 @@
+// A video original read from memory with libavformat and libavcodec (see CVideoDecoder.h).
+//
+// libavformat reads through an AVIOContext over the caller's bytes: no file, no network protocol, and
+// only the demuxers of `containers` may claim the bytes. The decoder is one of `decoders`, single
+// threaded (thumbd runs one job per core), told to skip everything but keyframes.
+
+#include "CVideoDecoder.h"
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/display.h>
+#include <libavutil/pixdesc.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const containers = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm";
+static const char *const decoders[] = {"h264", "hevc", "mpeg4", "h263", "vp8", "vp9", "libdav1d", NULL};
+
+struct thumbd_video {
+  const uint8_t *bytes;
+  size_t size;
+  int64_t position;
+  int64_t deadline_ms;  // 0: none
+  AVFormatContext *format;
+  AVIOContext *io;
+  AVCodecContext *decoder;
+  AVPacket *packet;
+  AVFrame *frame;
+  int stream;
+  int draining;  // the demuxer is done: the decoder gives what it still holds
+  int ended;
+};
+
+static int64_t now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int read_bytes(void *opaque, uint8_t *buffer, int size) {
+  struct thumbd_video *v = opaque;
+  if (v->position >= (int64_t)v->size) return AVERROR_EOF;
+  size_t left = v->size - (size_t)v->position;
+  size_t n = left < (size_t)size ? left : (size_t)size;
+  memcpy(buffer, v->bytes + v->position, n);
+  v->position += (int64_t)n;
+  return (int)n;
+}
+
+static int64_t seek_bytes(void *opaque, int64_t offset, int whence) {
+  struct thumbd_video *v = opaque;
+  int64_t target;
+  switch (whence & ~AVSEEK_FORCE) {
+    case AVSEEK_SIZE: return (int64_t)v->size;
+    case SEEK_SET: target = offset; break;
+    case SEEK_CUR: target = v->position + offset; break;
+    case SEEK_END: target = (int64_t)v->size + offset; break;
+    default: return -1;
+  }
+  if (target < 0) return -1;
+  v->position = target;
+  return target;
+}
+
+// libavformat asks between reads: past the deadline, its probing and reading stop.
+static int interrupted(void *opaque) {
+  struct thumbd_video *v = opaque;
+  return v->deadline_ms > 0 && now_ms() > v->deadline_ms;
+}
+
+static void say(char *message, size_t size, const char *what, int code) {
+  char reason[128] = "";
+  if (code < 0) av_strerror(code, reason, sizeof reason);
+  snprintf(message, size, "%s%s%s", what, reason[0] ? ": " : "", reason);
+}
+
+static int allowed_decoder(const char *name) {
+  for (int i = 0; decoders[i]; i++)
+    if (strcmp(decoders[i], name) == 0) return 1;
+  return 0;
+}
+
+// AV1 goes to dav1d: libavcodec's own AV1 decoder only drives hardware.
+static const AVCodec *find_decoder(enum AVCodecID id) {
+  if (id == AV_CODEC_ID_AV1) return avcodec_find_decoder_by_name("libdav1d");
+  return avcodec_find_decoder(id);
+}
+
+int thumbd_video_open(const uint8_t *bytes, size_t size, thumbd_video **video, thumbd_video_info *info,
+                      char *message, size_t message_size) {
+  *video = NULL;
+  memset(info, 0, sizeof *info);
+  struct thumbd_video *v = calloc(1, sizeof *v);
+  if (!v) return -4;
+  v->bytes = bytes;
+  v->size = size;
+  v->stream = -1;
+  const int buffer_size = 64 * 1024;
+  uint8_t *buffer = av_malloc(buffer_size);
+  v->io = buffer ? avio_alloc_context(buffer, buffer_size, 0, v, read_bytes, NULL, seek_bytes) : NULL;
+  v->format = avformat_alloc_context();
+  if (!v->io || !v->format) {
+    if (!v->io) av_free(buffer);
+    thumbd_video_close(v);
+    snprintf(message, message_size, "out of memory");
+    return -4;
+  }
+  v->format->pb = v->io;
+  v->format->flags |= AVFMT_FLAG_CUSTOM_IO;
+  v->format->format_whitelist = av_strdup(containers);
+  v->format->protocol_whitelist = av_strdup("none");
+  v->format->interrupt_callback = (AVIOInterruptCB){.callback = interrupted, .opaque = v};
+  int status = avformat_open_input(&v->format, NULL, NULL, NULL);
+  if (status < 0) {
+    // avformat_open_input frees the context on failure.
+    v->format = NULL;
+    thumbd_video_close(v);
+    say(message, message_size, "not a video container thumbd reads", status);
+    return -1;
+  }
+  snprintf(info->container, sizeof info->container, "%s", v->format->iformat->name);
+
+  // The largest video stream that is not cover art.
+  int64_t best_area = -1;
+  for (unsigned i = 0; i < v->format->nb_streams; i++) {
+    AVStream *s = v->format->streams[i];
+    if (s->codecpar->codec_type != AVMEDIA_TYPE_VIDEO) continue;
+    if (s->disposition & AV_DISPOSITION_ATTACHED_PIC) continue;
+    int64_t area = (int64_t)s->codecpar->width * s->codecpar->height;
+    if (area > best_area) {
+      best_area = area;
+      v->stream = (int)i;
+    }
+  }
+  if (v->stream < 0) {
+    thumbd_video_close(v);
+    snprintf(message, message_size, "the file has no video stream");
+    return -2;
+  }
+  AVStream *stream = v->format->streams[v->stream];
+  AVCodecParameters *par = stream->codecpar;
+  if (par->width <= 0 || par->height <= 0) {
+    // Some containers leave the size to the stream's own headers (MPEG-4 Part 2 in 3GP): let
+    // libavformat read them, within a few seconds.
+    v->deadline_ms = now_ms() + 5000;
+    for (unsigned i = 0; i < v->format->nb_streams; i++)
+      if ((int)i != v->stream) v->format->streams[i]->discard = AVDISCARD_ALL;
+    avformat_find_stream_info(v->format, NULL);
+    v->deadline_ms = 0;
+    avio_seek(v->format->pb, 0, SEEK_SET);
+    avformat_seek_file(v->format, v->stream, INT64_MIN, 0, 0, AVSEEK_FLAG_BACKWARD);
+  }
+  const AVCodec *codec = find_decoder(par->codec_id);
+  if (!codec || !allowed_decoder(codec->name)) {
+    snprintf(message, message_size, "%s video is not supported", avcodec_get_name(par->codec_id));
+    thumbd_video_close(v);
+    return -3;
+  }
+  // Every other stream is discarded by the demuxer: its packets are skipped, not read.
+  for (unsigned i = 0; i < v->format->nb_streams; i++)
+    if ((int)i != v->stream) v->format->streams[i]->discard = AVDISCARD_ALL;
+
+  v->decoder = avcodec_alloc_context3(codec);
+  v->packet = av_packet_alloc();
+  v->frame = av_frame_alloc();
+  if (!v->decoder || !v->packet || !v->frame || avcodec_parameters_to_context(v->decoder, par) < 0) {
+    thumbd_video_close(v);
+    snprintf(message, message_size, "out of memory");
+    return -4;
+  }
+  v->decoder->thread_count = 1;
+  v->decoder->skip_frame = AVDISCARD_NONKEY;
+  v->decoder->pkt_timebase = stream->time_base;
+  status = avcodec_open2(v->decoder, codec, NULL);
+  if (status < 0) {
+    thumbd_video_close(v);
+    say(message, message_size, "the video's decoder refused its parameters", status);
+    return -4;
+  }
+
+  info->width = par->width;
+  info->height = par->height;
+  AVRational sar = stream->sample_aspect_ratio.num > 0 ? stream->sample_aspect_ratio : par->sample_aspect_ratio;
+  info->sar_num = sar.num > 0 && sar.den > 0 ? sar.num : 0;
+  info->sar_den = sar.num > 0 && sar.den > 0 ? sar.den : 1;
+  const int32_t *matrix = (const int32_t *)av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, NULL);
+  if (matrix) {
+    double angle = av_display_rotation_get(matrix);
+    info->rotation = angle == angle ? angle : 0;  // NaN: a matrix that is no rotation
+    info->flipped = (int64_t)matrix[0] * matrix[4] - (int64_t)matrix[1] * matrix[3] < 0;
+  }
+  if (stream->duration > 0 && stream->duration != AV_NOPTS_VALUE)
+    info->duration = stream->duration * av_q2d(stream->time_base);
+  else if (v->format->duration > 0)
+    info->duration = v->format->duration / (double)AV_TIME_BASE;
+  else
+    info->duration = -1;
+  snprintf(info->codec, sizeof info->codec, "%s", codec->name);
+  const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(par->format);
+  info->bit_depth = desc ? desc->comp[0].depth : (par->bits_per_raw_sample > 0 ? par->bits_per_raw_sample : 0);
+  info->color_primaries = par->color_primaries;
+  info->color_trc = par->color_trc;
+  info->colorspace = par->color_space;
+  info->color_range = par->color_range;
+  info->reorder_frames = par->video_delay;
+  info->references = v->decoder->refs;
+  *video = v;
+  return 0;
+}
+
+static int give_frame(struct thumbd_video *v, thumbd_video_frame *out, char *message, size_t message_size) {
+  AVFrame *f = v->frame;
+  const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(f->format);
+  // Planar YUV or gray, 8 to 16 bits, little-endian: what the allowed decoders give in software.
+  if (!desc || (desc->flags & (AV_PIX_FMT_FLAG_BE | AV_PIX_FMT_FLAG_HWACCEL | AV_PIX_FMT_FLAG_RGB)) ||
+      !(desc->flags & AV_PIX_FMT_FLAG_PLANAR && desc->nb_components >= 3) && desc->nb_components != 1 &&
+          desc->nb_components != 2) {
+    snprintf(message, message_size, "frames in %s are not supported", desc ? desc->name : "an unknown format");
+    return -3;
+  }
+  memset(out, 0, sizeof *out);
+  out->width = f->width;
+  out->height = f->height;
+  out->bits = desc->comp[0].depth;
+  out->gray = desc->nb_components < 3;
+  out->chroma_shift_x = desc->log2_chroma_w;
+  out->chroma_shift_y = desc->log2_chroma_h;
+  for (int i = 0; i < (out->gray ? 1 : 3); i++) {
+    out->data[i] = f->data[i];
+    out->linesize[i] = f->linesize[i];
+  }
+  AVStream *stream = v->format->streams[v->stream];
+  out->time = f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp * av_q2d(stream->time_base) : -1;
+  if (stream->start_time != AV_NOPTS_VALUE && out->time >= 0)
+    out->time -= stream->start_time * av_q2d(stream->time_base);
+  out->color_primaries = f->color_primaries;
+  out->color_trc = f->color_trc;
+  out->colorspace = f->colorspace;
+  out->color_range = f->color_range;
+  return 1;
+}
+
+int thumbd_video_next_keyframe(thumbd_video *v, double until, int64_t deadline_ms, thumbd_video_frame *frame,
+                               char *message, size_t message_size) {
+  v->deadline_ms = deadline_ms;
+  AVStream *stream = v->format->streams[v->stream];
+  double start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time * av_q2d(stream->time_base) : 0;
+  while (!v->ended) {
+    if (deadline_ms > 0 && now_ms() > deadline_ms) {
+      snprintf(message, message_size, "no poster within the decode budget");
+      return -5;
+    }
+    int status = avcodec_receive_frame(v->decoder, v->frame);
+    if (status == 0) return give_frame(v, frame, message, message_size);
+    if (status == AVERROR_EOF) {
+      v->ended = 1;
+      break;
+    }
+    if (status != AVERROR(EAGAIN)) {
+      say(message, message_size, "the video does not decode", status);
+      return -4;
+    }
+    if (v->draining) {
+      v->ended = 1;
+      break;
+    }
+    status = av_read_frame(v->format, v->packet);
+    if (status == AVERROR_EXIT) {
+      snprintf(message, message_size, "no poster within the decode budget");
+      return -5;
+    }
+    if (status < 0) {
+      // The end, or a file cut short: what the decoder holds still comes out.
+      v->draining = 1;
+      avcodec_send_packet(v->decoder, NULL);
+      continue;
+    }
+    int wanted = v->packet->stream_index == v->stream && (v->packet->flags & AV_PKT_FLAG_KEY);
+    double time = v->packet->pts != AV_NOPTS_VALUE ? v->packet->pts * av_q2d(stream->time_base) - start : -1;
+    if (wanted && time > until) {
+      // Past the window: what the decoder holds is all that is left to look at.
+      av_packet_unref(v->packet);
+      v->draining = 1;
+      avcodec_send_packet(v->decoder, NULL);
+      continue;
+    }
+    if (wanted) {
+      status = avcodec_send_packet(v->decoder, v->packet);
+      // A damaged keyframe: the next one may decode.
+      (void)status;
+    }
+    av_packet_unref(v->packet);
+  }
+  return 0;
+}
+
+void thumbd_video_close(thumbd_video *v) {
+  if (!v) return;
+  av_frame_free(&v->frame);
+  av_packet_free(&v->packet);
+  avcodec_free_context(&v->decoder);
+  if (v->format) avformat_close_input(&v->format);
+  if (v->io) {
+    av_freep(&v->io->buffer);
+    avio_context_free(&v->io);
+  }
+  free(v);
+}

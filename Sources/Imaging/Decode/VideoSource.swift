@@ -1,0 +1,244 @@
+import CVideoDecoder
+import Glibc
+import ThumbCore
+
+/// A video original (MP4, MOV, M4V, 3GP, Matroska, WebM; H.264, HEVC, MPEG-4 Part 2, VP8, VP9, AV1): its
+/// poster, a keyframe chosen by `PosterChoice`, is the picture every variant is made from.
+///
+/// The header comes from the container (libavformat, reading the bytes in memory through
+/// CVideoDecoder): the coded size, the pixel aspect ratio, the turn of the track's display matrix. The
+/// stored size is the display size before the turn: a video with non-square pixels is stretched to it
+/// as the poster is decoded.
+final class VideoSource: SourceDecoder {
+  let header: SourceHeader
+  /// What the container says, for the job's record.
+  let facts: VideoFacts
+  private let bytes: OwnedBytes
+  private var video: OpaquePointer?
+  private let info: thumbd_video_info
+  /// How long looking for the poster may take before the job fails.
+  private let budget: Duration
+
+  init(_ data: [UInt8], maxPixels: Int, budget: Duration = .seconds(30)) throws(JobError) {
+    bytes = OwnedBytes(data)
+    self.budget = budget
+    var info = thumbd_video_info()
+    var handle: OpaquePointer?
+    var message = [CChar](repeating: 0, count: 256)
+    let status = thumbd_video_open(
+      bytes.pointer.assumingMemoryBound(to: UInt8.self), bytes.count, &handle, &info, &message, message.count)
+    let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    switch status {
+    case 0: break
+    case -1, -2, -3: throw JobError(.unsupportedFormat, text)
+    default: throw JobError(.corruptImage, text)
+    }
+    video = handle
+    self.info = info
+    guard info.width > 0, info.height > 0 else {
+      thumbd_video_close(handle)
+      video = nil
+      throw JobError(.corruptImage, "the video stream declares no picture size")
+    }
+    let coded = PixelSize(width: Int(info.width), height: Int(info.height))
+    let display = Self.displaySize(coded: coded, sar: (Int(info.sar_num), Int(info.sar_den)))
+    guard coded.pixels <= maxPixels, display.pixels <= maxPixels else {
+      thumbd_video_close(handle)
+      video = nil
+      throw JobError(.tooLarge, "a \(display) video frame is over the limit of \(maxPixels) pixels")
+    }
+    let codec = withUnsafeBytes(of: info.codec) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    let container = withUnsafeBytes(of: info.container) {
+      String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    facts = VideoFacts(
+      duration: info.duration >= 0 ? info.duration : nil, codec: codec, container: container,
+      codedSize: coded, bitDepth: Int(info.bit_depth), transfer: Int(info.color_trc))
+    header = SourceHeader(
+      format: .video, storedSize: display,
+      orientation: Self.orientation(rotation: info.rotation, flipped: info.flipped != 0), hasAlpha: false,
+      color: Self.color(primaries: Int(info.color_primaries)))
+  }
+
+  deinit { thumbd_video_close(video) }
+
+  /// The coded size stretched by the pixel aspect ratio (wider, or taller when the pixels are tall).
+  static func displaySize(coded: PixelSize, sar: (Int, Int)) -> PixelSize {
+    guard sar.0 > 0, sar.1 > 0, sar.0 != sar.1 else { return coded }
+    if sar.0 > sar.1 {
+      return PixelSize(width: max(1, (coded.width * sar.0 + sar.1 / 2) / sar.1), height: coded.height)
+    }
+    return PixelSize(width: coded.width, height: max(1, (coded.height * sar.1 + sar.0 / 2) / sar.0))
+  }
+
+  /// The display matrix's counterclockwise turn, as the turn to apply to show the picture upright (a
+  /// phone held upright records its frames sideways with -90°: turned 90° clockwise to show).
+  static func orientation(rotation: Double, flipped: Bool) -> Orientation {
+    let clockwise = ((Int((-rotation).rounded()) % 360) + 360) % 360
+    let quarter = ((clockwise + 45) / 90) % 4
+    switch (quarter, flipped) {
+    case (0, false): return .up
+    case (1, false): return .rotated90Clockwise
+    case (2, false): return .rotated180
+    case (3, false): return .rotated90CounterClockwise
+    case (0, true): return .mirrored
+    case (1, true): return .transposed
+    case (2, true): return .mirroredVertically
+    default: return .transverse
+    }
+  }
+
+  /// SDR video is shown as its RGB read as sRGB, as browsers and players do with BT.709; wide-gamut
+  /// primaries are converted.
+  static func color(primaries: Int) -> ColorDescription {
+    switch ColorPrimaries(h273: primaries) {
+    case .some(let wide) where wide != .sRGB: .nclx(wide, .sRGB)
+    default: .unspecified
+    }
+  }
+
+  func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
+    guard let video else { throw JobError(.internalError, "the video was closed") }
+    let choice = PosterChoice()
+    let deadline = monotonicMilliseconds() + Int64(budget.components.seconds * 1000)
+    var best: (look: PosterChoice.Look, image: PlanarImage)?
+    var frame = thumbd_video_frame()
+    var message = [CChar](repeating: 0, count: 256)
+    var lastError: JobError?
+    look: while true {
+      let status = thumbd_video_next_keyframe(video, choice.window, deadline, &frame, &message, message.count)
+      if status == 0 { break }
+      if status < 0 {
+        let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        lastError = JobError(
+          status == -5 ? .timeout : status == -3 ? .unsupportedFormat : .corruptImage, text)
+        break
+      }
+      let look = Self.look(at: frame)
+      switch choice.verdict(on: look, bestSoFar: best?.look) {
+      case .take:
+        best = (look, try Self.planes(of: frame))
+        break look
+      case .keepAndLookOn:
+        best = (look, try Self.planes(of: frame))
+      case .lookOn:
+        continue
+      }
+    }
+    guard var chosen = best else {
+      throw lastError ?? JobError(.corruptImage, "no frame of the video decodes")
+    }
+    if chosen.image.size != header.storedSize {
+      chosen.image = Self.stretched(chosen.image, to: header.storedSize)
+    }
+    let time = chosen.look.time >= 0 ? "\(Int((chosen.look.time * 1000).rounded())) ms" : "unknown time"
+    return DecodedSource(image: chosen.image, reduction: "keyframe at \(time)")
+  }
+
+  private func monotonicMilliseconds() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+  }
+
+  /// Luma samples on a grid of about 64x36 over the frame, in 0...1.
+  static func look(at frame: thumbd_video_frame) -> PosterChoice.Look {
+    let (width, height) = (Int(frame.width), Int(frame.height))
+    let columns = min(64, width)
+    let rows = min(36, height)
+    let limited = frame.color_range != 2  // AVCOL_RANGE_JPEG = 2: full range
+    let top = Double((1 << Int(frame.bits)) - 1)
+    var samples: [Double] = []
+    samples.reserveCapacity(columns * rows)
+    let base = frame.data.0!
+    let stride = Int(frame.linesize.0)
+    for r in 0..<rows {
+      let y = (r * 2 + 1) * height / (rows * 2)
+      for c in 0..<columns {
+        let x = (c * 2 + 1) * width / (columns * 2)
+        let raw: Double
+        if frame.bits > 8 {
+          let p = UnsafeRawPointer(base + y * stride + x * 2)
+          raw = Double(UInt16(littleEndian: p.loadUnaligned(as: UInt16.self)))
+        } else {
+          raw = Double(base[y * stride + x])
+        }
+        var v = raw / top
+        if limited { v = (v * 255 - 16) / 219 }
+        samples.append(min(1, max(0, v)))
+      }
+    }
+    return PosterChoice.Look(time: frame.time, samples: samples)
+  }
+
+  /// The frame's planes as 8-bit planes (deeper samples rounded to 8 bits).
+  static func planes(of frame: thumbd_video_frame) throws(JobError) -> PlanarImage {
+    let size = PixelSize(width: Int(frame.width), height: Int(frame.height))
+    let gray = frame.gray != 0
+    let sub = PlanarImage.Subsampling(
+      horizontal: 1 << Int(frame.chroma_shift_x), vertical: 1 << Int(frame.chroma_shift_y))
+    let subsampling: [PlanarImage.Subsampling] = gray ? [.none] : [.none, sub, sub]
+    let sources = [frame.data.0, frame.data.1, frame.data.2]
+    let strides = [frame.linesize.0, frame.linesize.1, frame.linesize.2]
+    let shift = Int(frame.bits) - 8
+    var planes: [Plane] = []
+    for (index, factors) in subsampling.enumerated() {
+      let planeSize = factors.planeSize(size)
+      guard let source = sources[index] else { throw JobError(.corruptImage, "a video frame lacks a plane") }
+      var plane = Plane(width: planeSize.width, height: planeSize.height, zeroed: false)
+      let stride = Int(strides[index])
+      let outStride = plane.stride
+      plane.withUnsafeMutableBufferPointer { destination in
+        for y in 0..<planeSize.height {
+          let row = source + y * stride
+          let out = destination.baseAddress! + y * outStride
+          if shift <= 0 {
+            memcpy(out, row, planeSize.width)
+          } else {
+            let wide = UnsafeRawPointer(row)
+            let half = 1 << (shift - 1)
+            for x in 0..<planeSize.width {
+              let v = Int(UInt16(littleEndian: wide.loadUnaligned(fromByteOffset: x * 2, as: UInt16.self)))
+              out[x] = UInt8(min(255, (v + half) >> shift))
+            }
+          }
+        }
+      }
+      planes.append(plane)
+    }
+    var image = PlanarImage(model: gray ? .gray : .yCbCr, planes: planes, subsampling: subsampling)
+    let fullRange = frame.color_range == 2
+    // Unspecified matrices: BT.709 from HD up, BT.601 below, as players assume.
+    let matrix = frame.colorspace == 2 ? (size.height >= 720 ? 1 : 6) : Int(frame.colorspace)
+    image.yCbCrCoding =
+      YCbCrCoding(h273: matrix, fullRange: fullRange)
+      ?? YCbCrCoding(kr: 0.2126, kb: 0.0722, fullRange: fullRange)
+    return image
+  }
+
+  /// The planes resampled to `size` (a video with non-square pixels), chroma in proportion.
+  static func stretched(_ image: PlanarImage, to size: PixelSize) -> PlanarImage {
+    var result = image
+    result.planes = zip(image.planes, image.subsampling).map { plane, factors in
+      let target = factors.planeSize(size)
+      return Resampler.resample(
+        plane, region: Region(x: 0, y: 0, width: Double(plane.width), height: Double(plane.height)),
+        to: target)
+    }
+    return result
+  }
+}
+
+/// What a video original is, for the job's row, its event and its webhook.
+struct VideoFacts: Sendable, Equatable {
+  /// Seconds, when the container says.
+  var duration: Double?
+  /// libavcodec's decoder name: h264, hevc, mpeg4, vp9, libdav1d, ...
+  var codec: String
+  /// libavformat's demuxer name.
+  var container: String
+  var codedSize: PixelSize
+  var bitDepth: Int
+  /// The H.273 transfer characteristics (16: PQ, 18: HLG).
+  var transfer: Int
+}

@@ -1,0 +1,105 @@
+import Foundation
+import TestSupport
+import Testing
+import ThumbCore
+
+@testable import Imaging
+
+/// Video originals: every clip of the generated matrix (Tests/Support/video-matrix.py) and of the shared
+/// corpus gets the default profile's four variants from a poster that is not black, at its upright
+/// display size; what cannot be read fails with the error its kind calls for.
+@Suite(.enabled(if: VideoMatrix.isAvailable, Comment(rawValue: VideoMatrix.skipReason)))
+struct VideoMatrixTests {
+  @Test(arguments: VideoMatrix.cases)
+  func eachClipGetsItsPosterOrItsError(_ clip: VideoMatrix.Case) throws {
+    let bytes = try VideoMatrix.bytes(clip.name)
+    #expect(ImageFormat.sniff(bytes) == .video || clip.expect != "poster", "\(clip.name) sniffs as a video")
+    let allowed = Set(clip.expect.split(separator: "|").map(String.init))
+    let rendered: (SourceInfo, [RenderedVariant])
+    do {
+      rendered = try Thumbnailer().render(bytes, variants: Profile.default.variants)
+    } catch {
+      let code = error.code.rawValue
+      #expect(allowed.contains(code), "\(clip.name): \(error)")
+      return
+    }
+    let (info, variants) = rendered
+    #expect(allowed.contains("poster"), "\(clip.name) should have failed (\(clip.expect))")
+    #expect(variants.count == 4 && info.format == .video)
+    if let upright = clip.upright {
+      #expect([info.size.width, info.size.height] == upright, "\(clip.name): \(info.size)")
+      // `large` (1600 inside) keeps the clip's own size; `square` is 256x256, or the short side.
+      #expect([variants[0].size.width, variants[0].size.height] == upright)
+      let side = min(256, upright.min() ?? 0)
+      #expect(variants[3].size == PixelSize(width: side, height: side))
+    }
+    let poster = try JPEG.decode(variants[0].data)
+    let (mean, spread) = poster.meanAndSpread
+    if clip.note != "flat" {
+      #expect(mean > 30 && spread > 15, "\(clip.name): poster mean \(mean), spread \(spread)")
+    }
+    if let after = clip.posterAfter {
+      let time = Double(info.reduction.split(separator: " ")[2]).map { $0 / 1000 } ?? -1
+      #expect(time >= after, "\(clip.name): poster at \(info.reduction), wanted after \(after) s")
+    }
+  }
+
+  @Test func sniffingTellsVideosFromPhotos() {
+    func ftyp(_ major: String, _ compatible: [String]) -> [UInt8] {
+      let body = Array(major.utf8) + [0, 0, 0, 0] + compatible.flatMap { Array($0.utf8) }
+      let size = 8 + body.count
+      return [0, 0, 0, UInt8(size)] + Array("ftyp".utf8) + body
+    }
+    #expect(ImageFormat.sniff(ftyp("isom", ["isom", "iso2", "avc1", "mp41"])) == .video)
+    #expect(ImageFormat.sniff(ftyp("qt  ", ["qt  "])) == .video)
+    #expect(ImageFormat.sniff(ftyp("3gp4", ["3gp4", "isom"])) == .video)
+    #expect(ImageFormat.sniff(ftyp("heic", ["mif1", "heic"])) == .heif)
+    #expect(ImageFormat.sniff(ftyp("avif", ["mif1", "avif"])) == .avif)
+    #expect(ImageFormat.sniff(ftyp("crx ", ["crx "])) == nil)
+    #expect(ImageFormat.sniff([0x1A, 0x45, 0xDF, 0xA3, 0x9F]) == .video)
+    #expect(
+      ImageFormat.sniff([0, 0, 0, 8] + Array("wide".utf8) + [0, 0, 0, 8] + Array("mdat".utf8)) == .video)
+  }
+
+  @Test func displayMatrixTurnsAndPixelAspectRatios() {
+    #expect(VideoSource.orientation(rotation: -90, flipped: false) == .rotated90Clockwise)
+    #expect(VideoSource.orientation(rotation: 90, flipped: false) == .rotated90CounterClockwise)
+    #expect(VideoSource.orientation(rotation: 180, flipped: false) == .rotated180)
+    #expect(VideoSource.orientation(rotation: -180, flipped: false) == .rotated180)
+    #expect(VideoSource.orientation(rotation: 0, flipped: true) == .mirrored)
+    let size = PixelSize(width: 720, height: 480)
+    #expect(VideoSource.displaySize(coded: size, sar: (32, 27)) == PixelSize(width: 853, height: 480))
+    #expect(VideoSource.displaySize(coded: size, sar: (8, 9)) == PixelSize(width: 720, height: 540))
+    #expect(VideoSource.displaySize(coded: size, sar: (0, 1)) == size)
+  }
+}
+
+/// The real videos of ../shared/corpus/video: an iPod clip that opens on white, an iPhone clip turned
+/// by its track matrix, an old phone's MPEG-4 Part 2 clip.
+@Suite(.enabled(if: SharedCorpus.isAvailable, Comment(rawValue: SharedCorpus.skipReason)))
+struct VideoCorpusTests {
+  @Test(arguments: [
+    ("video/sample_iPod.m4v", 320, 240), ("video/with-gps.mov", 320, 568), ("video/sample.3gp", 176, 144),
+  ])
+  func eachCorpusVideoGetsFourUprightVariants(_ path: String, _ width: Int, _ height: Int) throws {
+    let (info, variants) = try Thumbnailer().render(
+      try SharedCorpus.bytes(path), variants: Profile.default.variants)
+    #expect(info.format == .video && info.size == PixelSize(width: width, height: height), "\(info.size)")
+    #expect(variants.count == 4)
+    let poster = try JPEG.decode(variants[0].data)
+    #expect(poster.size == PixelSize(width: width, height: height))
+    let (mean, spread) = poster.meanAndSpread
+    #expect(mean > 30 && spread > 15, "\(path): poster mean \(mean), spread \(spread), at \(info.reduction)")
+  }
+}
+
+extension PixelBuffer {
+  /// The mean and standard deviation of every sample: a black frame has a low mean, a blank one a low
+  /// spread.
+  fileprivate var meanAndSpread: (Double, Double) {
+    let n = Double(max(1, pixels.count))
+    let mean = Double(pixels.reduce(0) { $0 + Int($1) }) / n
+    let variance = pixels.reduce(0.0) { $0 + (Double($1) - mean) * (Double($1) - mean) } / n
+    return (mean, variance.squareRoot())
+  }
+}
