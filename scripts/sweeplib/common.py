@@ -8,8 +8,8 @@ import subprocess
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FAMILIES = ["jpeg", "png", "webp", "heic", "avif"]
-EXTENSIONS = {"jpeg": "jpg", "png": "png", "webp": "webp", "heic": "heic", "avif": "avif"}
+FAMILIES = ["jpeg", "png", "webp", "heic", "avif", "video"]
+EXTENSIONS = {"jpeg": "jpg", "png": "png", "webp": "webp", "heic": "heic", "avif": "avif", "video": "mp4"}
 
 
 def log(message):

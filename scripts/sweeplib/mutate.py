@@ -111,6 +111,9 @@ SPECIFIC = {
              ("heif_codec_config", m_heif_codec_config, 0.8), ("heif_property", m_heif_property, 0.7),
              ("heif_grid", m_heif_grid, 0.5), ("heif_coded_data", m_heif_coded_data, 0.8),
              ("heif_exif", m_heif_exif, 0.4)],
+    # MP4, MOV and 3GP are ISO base media files too: their boxes (moov, trak, stsd, stco, ...) get the
+    # box-size and brand mutators; Matroska/WebM only the generic ones.
+    "video": [("heif_box_size", m_heif_box_size, 2.0), ("heif_ftyp", m_heif_ftyp, 0.6)],
 }
 
 

@@ -43,7 +43,17 @@ def sniff(data):
                 return "avif"
             if brand in HEIF_BRANDS:
                 return "heic"
+        if any(brand in VIDEO_BRANDS for brand in brands):
+            return "video"
+    if data[:4] == b"\x1a\x45\xdf\xa3" or data[4:8] in (b"moov", b"mdat", b"wide", b"free", b"skip", b"pnot"):
+        return "video"
     return None
+
+
+# ImageFormat.videoBrands: MP4, QuickTime, M4V, 3GPP and their relatives.
+VIDEO_BRANDS = {b"isom", b"iso2", b"iso3", b"iso4", b"iso5", b"iso6", b"mp41", b"mp42", b"avc1", b"qt  ", b"M4V ",
+                b"M4VH", b"M4VP", b"3gp4", b"3gp5", b"3gp6", b"3gp7", b"3g2a", b"3g2b", b"3g2c", b"mmp4", b"MSNV",
+                b"dash", b"f4v ", b"XAVC", b"hvc1"}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -442,6 +452,25 @@ def make_seeds(args, folder):
                 add(f"matrix-{name}.heic", "heic", "heic", f.read(), "heif-matrix.py " + name, 0.5)
     else:
         skipped["heic-matrix"] = "x265 or ffmpeg is not installed"
+
+    # Videos: the generated matrix's clips that render (Tests/Support/video-matrix.py, ffmpeg) and the
+    # shared corpus's three real ones.
+    video_script = os.path.join(os.path.dirname(__file__), "..", "..", "Tests", "Support", "video-matrix.py")
+    if shutil.which("ffmpeg") and os.path.exists(video_script):
+        videos = os.path.join(work, "video-matrix")
+        subprocess.run([sys.executable, video_script, videos], check=True, capture_output=True)
+        for name in ("h264-black-start.mp4", "hevc-white-title.mp4", "hevc-10bit.mov", "h264-rotated.mov",
+                     "h264-anamorphic.mp4", "h264-faststart.mp4", "vp9.webm", "av1.mp4", "mpeg4.3gp"):
+            with open(os.path.join(videos, name), "rb") as f:
+                add("matrix-" + name, "video", "video", f.read(), "video-matrix.py " + name, 0.5)
+    else:
+        skipped["video-matrix"] = "ffmpeg is not installed"
+    if shared:
+        for name in ("video/sample_iPod.m4v", "video/with-gps.mov", "video/sample.3gp"):
+            with open(os.path.join(shared, name), "rb") as f:
+                data = f.read()
+            add("shared-" + os.path.basename(name), "video", "video", data, "shared " + name,
+                min(1.0, 120000 / len(data)))
 
     for folder_name in args.seeds or []:
         for name in sorted(os.listdir(folder_name)):
