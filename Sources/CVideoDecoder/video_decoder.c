@@ -196,7 +196,7 @@ int thumbd_video_open(const uint8_t *bytes, size_t size, thumbd_video **video, t
     info->duration = v->format->duration / (double)AV_TIME_BASE;
   else
     info->duration = -1;
-  snprintf(info->codec, sizeof info->codec, "%s", codec->name);
+  snprintf(info->codec, sizeof info->codec, "%s", avcodec_get_name(par->codec_id));
   const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(par->format);
   info->bit_depth = desc ? desc->comp[0].depth : (par->bits_per_raw_sample > 0 ? par->bits_per_raw_sample : 0);
   info->color_primaries = par->color_primaries;

@@ -27,6 +27,8 @@ public struct SourceInfo: Sendable {
   public var timings = StageTimes()
   /// What the job's row and event should say about the original (a JPEG cut short, rendered).
   public var warnings: [RenderWarning] = []
+  /// A video's facts (nil for photos).
+  public var media: MediaInfo?
 }
 
 extension ContinuousClock.Instant {
@@ -168,7 +170,7 @@ public struct Thumbnailer: Sendable {
       format: header.format, size: upright, orientation: orientation,
       decodeDenominator: decoded.denominator,
       reduction: decoded.reduction, hasAlpha: header.hasAlpha, thumbHash: thumbHash, timings: timings,
-      warnings: decoded.warnings)
+      warnings: decoded.warnings, media: (decoder as? VideoSource)?.media)
     return (info, rendered.compactMap { $0 })
   }
 }

@@ -15,10 +15,12 @@ public struct JobResult: Sendable, Equatable, ExpressibleByArrayLiteral {
   public var stageTimes: StageTimes?
   /// What the job's row and event say about the original (thumbs.jobs.warnings).
   public var warnings: [RenderWarning]
+  /// What the original was when it was a video (thumbs.jobs.media); nil for photos.
+  public var media: MediaInfo?
 
   public init(
     variants: [VariantRecord], thumbHash: String? = nil, renderKey: String? = nil, reusedFrom: Int64? = nil,
-    stageTimes: StageTimes? = nil, warnings: [RenderWarning] = []
+    stageTimes: StageTimes? = nil, warnings: [RenderWarning] = [], media: MediaInfo? = nil
   ) {
     self.variants = variants
     self.thumbHash = thumbHash
@@ -26,6 +28,7 @@ public struct JobResult: Sendable, Equatable, ExpressibleByArrayLiteral {
     self.reusedFrom = reusedFrom
     self.stageTimes = stageTimes
     self.warnings = warnings
+    self.media = media
   }
 
   public init(arrayLiteral variants: VariantRecord...) {
@@ -125,7 +128,8 @@ extension JobQueue {
       storageKeys: rows.map(\.1.storageKey), thumbhashes: results.map(\.thumbHash),
       renderKeys: results.map(\.renderKey), reusedFrom: results.map(\.reusedFrom),
       stageMS: results.map { $0.stageTimes?.json }, specVersions: jobs.map(\.specVersion),
-      warnings: results.map { RenderWarning.json($0.warnings) }, publicURLBase: publicURLBase)
+      warnings: results.map { RenderWarning.json($0.warnings) }, publicURLBase: publicURLBase,
+      media: results.map { $0.media?.json })
     let answer = try await client.run(SQL.CompleteJobs.self, parameters, prepared: true)
     var recorded = RecordedOutcomes()
     for row in answer {
@@ -192,7 +196,8 @@ extension JobQueue {
       if found == nil {
         found = JobResult(
           variants: [], thumbHash: row.thumbhash, renderKey: renderKey, reusedFrom: row.jobID,
-          warnings: row.warnings.map(RenderWarning.list(json:)) ?? [])
+          warnings: row.warnings.map(RenderWarning.list(json:)) ?? [],
+          media: row.media.flatMap(MediaInfo.init(json:)))
       }
       found?.variants.append(variant)
     }

@@ -111,7 +111,7 @@ public struct JobProcessor: Sendable {
       renderKey: rendered.sourceHash.map {
         RenderKey.make(source: $0, spec: job.profileSpec, storage: store.identity)
       },
-      stageTimes: stageTimes, warnings: rendered.info.warnings)
+      stageTimes: stageTimes, warnings: rendered.info.warnings, media: rendered.info.media)
   }
 
   /// Stores the variants, all at once (each is a request or two when the storage is remote), and

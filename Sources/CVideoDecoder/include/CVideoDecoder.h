@@ -16,7 +16,7 @@ typedef struct {
   double rotation;              // the display matrix's turn, degrees counterclockwise (0: none)
   int flipped;                  // the display matrix mirrors the picture
   double duration;              // seconds; negative when unknown
-  char codec[32];               // libavcodec's name of the decoder: h264, hevc, mpeg4, vp9, libdav1d
+  char codec[32];               // the codec's name: h264, hevc, mpeg4, vp9, av1
   char container[32];           // libavformat's name of the demuxer
   int bit_depth;                // of the coded samples (8, 10, 12); 0 when unknown
   int color_primaries, color_trc, colorspace, color_range;  // libavutil's enum values

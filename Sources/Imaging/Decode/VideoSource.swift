@@ -18,6 +18,10 @@ final class VideoSource: SourceDecoder {
   private let info: thumbd_video_info
   /// How long looking for the poster may take before the job fails.
   private let budget: Duration
+  /// What the poster's frame said, once decoded: its bits per sample and transfer characteristics (the
+  /// container's parameters may not have them).
+  private var posterBits = 0
+  private var posterTransfer = 0
 
   init(_ data: [UInt8], maxPixels: Int, budget: Duration = .seconds(30)) throws(JobError) {
     bytes = OwnedBytes(data)
@@ -52,8 +56,10 @@ final class VideoSource: SourceDecoder {
       String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
     }
     facts = VideoFacts(
-      duration: info.duration >= 0 ? info.duration : nil, codec: codec, container: container,
-      codedSize: coded, bitDepth: Int(info.bit_depth), transfer: Int(info.color_trc))
+      duration: info.duration >= 0 ? info.duration : nil, codec: codec,
+      container: Self.containerName(data, demuxer: container), codedSize: coded,
+      bitDepth: Int(info.bit_depth),
+      transfer: Int(info.color_trc))
     header = SourceHeader(
       format: .video, storedSize: display,
       orientation: Self.orientation(rotation: info.rotation, flipped: info.flipped != 0), hasAlpha: false,
@@ -61,6 +67,39 @@ final class VideoSource: SourceDecoder {
   }
 
   deinit { thumbd_video_close(video) }
+
+  /// The container by the file's own brand (libavformat names its demuxer, which reads many).
+  static func containerName(_ data: [UInt8], demuxer: String) -> String {
+    if demuxer.hasPrefix("matroska") {
+      // EBML's DocType is near the start: "webm" or "matroska".
+      let head = Array(data.prefix(64))
+      let webm =
+        head.count >= 4 && (0...(head.count - 4)).contains { head[$0..<($0 + 4)].elementsEqual("webm".utf8) }
+      return webm ? "webm" : "matroska"
+    }
+    guard data.count >= 12, data[4..<8].elementsEqual("ftyp".utf8) else { return "mov" }
+    let brand = String(decoding: data[8..<12], as: UTF8.self)
+    switch brand {
+    case "qt  ": return "mov"
+    case "M4V ", "M4VH", "M4VP": return "m4v"
+    case let b where b.hasPrefix("3gp") || b.hasPrefix("3g2"): return "3gp"
+    default: return "mp4"
+    }
+  }
+
+  /// What the job's row and event say about the video: its poster's upright size.
+  var media: MediaInfo {
+    MediaInfo(
+      durationSeconds: facts.duration.map { ($0 * 1000).rounded() / 1000 }, width: header.uprightSize.width,
+      height: header.uprightSize.height, codec: facts.codec, container: facts.container,
+      bitDepth: posterBits > 0 ? posterBits : facts.bitDepth > 0 ? facts.bitDepth : nil,
+      dynamicRange: Self.dynamicRange(transfer: facts.transfer > 2 ? facts.transfer : posterTransfer))
+  }
+
+  /// H.273 transfer characteristics: 16 is PQ (SMPTE ST 2084), 18 is HLG (ARIB STD-B67).
+  static func dynamicRange(transfer: Int) -> String {
+    transfer == 16 ? "pq" : transfer == 18 ? "hlg" : "sdr"
+  }
 
   /// The coded size stretched by the pixel aspect ratio (wider, or taller when the pixels are tall).
   static func displaySize(coded: PixelSize, sar: (Int, Int)) -> PixelSize {
@@ -125,6 +164,8 @@ final class VideoSource: SourceDecoder {
         continue
       }
     }
+    posterBits = Int(frame.bits)
+    posterTransfer = Int(frame.color_trc)
     guard var chosen = best else {
       throw lastError ?? JobError(.corruptImage, "no frame of the video decodes")
     }

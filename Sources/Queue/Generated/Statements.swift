@@ -124,7 +124,7 @@ public enum SQL {
   ///
   /// Each job's `succeeded` event (migrations/0010) is written too, with its warnings (migrations/0014) and
   /// metadata, each variant with its public `url` when $16 (the worker's --public-url-base, ending in a
-  /// slash) is given (migrations/0015), and announced on thumbs_events; notified counts the announcements
+  /// slash) is given (migrations/0015), a video's media (migrations/0016), and announced on thumbs_events; notified counts the announcements
   /// (evaluated once, on the first row). The photo keeps the URL its thumbnails came from, as enqueued,
   /// and the job's metadata, for a re-render.
   ///
@@ -140,8 +140,8 @@ public enum SQL {
       text: #"""
         WITH input AS (
           SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
-                               $14::bigint[], $15::jsonb[])
-                   AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version, warnings)),
+                               $14::bigint[], $15::jsonb[], $17::jsonb[])
+                   AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version, warnings, media)),
         locked AS MATERIALIZED (
           SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
            WHERE j.lease_token = i.token AND j.state = 'running'
@@ -167,11 +167,12 @@ public enum SQL {
                  render_key = CASE WHEN c.id IS NULL THEN i.render_key ELSE j.render_key END,
                  reused_from = CASE WHEN c.id IS NULL THEN i.reused_from ELSE j.reused_from END,
                  stage_ms = CASE WHEN c.id IS NULL THEN i.stage_ms ELSE j.stage_ms END,
-                 warnings = CASE WHEN c.id IS NULL THEN i.warnings ELSE j.warnings END
+                 warnings = CASE WHEN c.id IS NULL THEN i.warnings ELSE j.warnings END,
+                 media = CASE WHEN c.id IS NULL THEN i.media ELSE j.media END
             FROM locked l JOIN input i ON i.id = l.id LEFT JOIN collected c ON c.id = l.id
            WHERE j.id = l.id
           RETURNING j.id, j.state, j.external_id, j.source_key, j.source_url, j.profile, j.render_key,
-                    j.thumbhash, j.attempts, j.rerender, i.spec_version, j.warnings, j.metadata),
+                    j.thumbhash, j.attempts, j.rerender, i.spec_version, j.warnings, j.metadata, j.media),
         done AS (SELECT * FROM ended WHERE state = 'succeeded'),
         variant_rows AS (
           SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
@@ -236,9 +237,9 @@ public enum SQL {
             FROM variant_rows r GROUP BY r.job_id),
         events AS (
           INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, thumbhash, variants,
-                                        attempts, rerender, warnings, metadata)
+                                        attempts, rerender, warnings, metadata, media)
           SELECT d.id, d.external_id, 'succeeded', thumbs.redact_url(d.source_url), d.profile, d.thumbhash,
-                 l.variants, d.attempts, d.rerender, d.warnings, d.metadata
+                 l.variants, d.attempts, d.rerender, d.warnings, d.metadata, d.media
             FROM done d LEFT JOIN variant_lists l ON l.job_id = d.id
            ORDER BY d.id
           RETURNING id)
@@ -249,11 +250,11 @@ public enum SQL {
       parameters: [
         "ids", "tokens", "variant_job_ids", "names", "widths", "heights", "formats", "bytes", "storage_keys",
         "thumbhashes", "render_keys", "reused_from", "stage_ms", "spec_versions", "warnings",
-        "public_url_base",
+        "public_url_base", "media",
       ],
       parameterTypes: [
         "bigint[]", "uuid[]", "bigint[]", "text[]", "int[]", "int[]", "text[]", "bigint[]", "text[]",
-        "text[]", "text[]", "bigint[]", "jsonb[]", "bigint[]", "jsonb[]", "text",
+        "text[]", "text[]", "bigint[]", "jsonb[]", "bigint[]", "jsonb[]", "text", "jsonb[]",
       ],
       columns: ["id", "refused", "notified"],
       columnTypes: ["bigint", "bool", "bigint"],
@@ -276,12 +277,13 @@ public enum SQL {
       public var specVersions: [Int64?]
       public var warnings: [String]
       public var publicURLBase: String?
+      public var media: [String?]
 
       public init(
         ids: [Int64], tokens: [String], variantJobIDs: [Int64], names: [String], widths: [Int],
         heights: [Int], formats: [String], bytes: [Int64], storageKeys: [String], thumbhashes: [String?],
         renderKeys: [String?], reusedFrom: [Int64?], stageMS: [String?], specVersions: [Int64?],
-        warnings: [String], publicURLBase: String?
+        warnings: [String], publicURLBase: String?, media: [String?]
       ) {
         self.ids = ids
         self.tokens = tokens
@@ -299,6 +301,7 @@ public enum SQL {
         self.specVersions = specVersions
         self.warnings = warnings
         self.publicURLBase = publicURLBase
+        self.media = media
       }
 
       public var values: [String?] {
@@ -309,6 +312,7 @@ public enum SQL {
           PostgresArray.literal(thumbhashes), PostgresArray.literal(renderKeys),
           PostgresArray.literal(reusedFrom), PostgresArray.literal(stageMS),
           PostgresArray.literal(specVersions), PostgresArray.literal(warnings), publicURLBase?.postgresText,
+          PostgresArray.literal(media),
         ]
       }
     }
@@ -601,17 +605,18 @@ public enum SQL {
            WHERE p.render_key = $1
            ORDER BY p.job_id DESC
            LIMIT 1)
-        SELECT s.job_id, s.thumbhash, v.name, v.width, v.height, v.format, v.bytes, v.storage_key,
-               (SELECT j.warnings FROM thumbs.jobs j WHERE j.id = s.job_id) AS warnings
+        SELECT s.job_id, s.thumbhash, v.name, v.width, v.height, v.format, v.bytes, v.storage_key, j.warnings, j.media
           FROM source s JOIN thumbs.photo_variants v ON v.photo_id = s.id
+          LEFT JOIN thumbs.jobs j ON j.id = s.job_id
          ORDER BY v.name
         """#,
       parameters: ["render_key"],
       parameterTypes: ["text"],
       columns: [
         "job_id", "thumbhash", "name", "width", "height", "format", "bytes", "storage_key", "warnings",
+        "media",
       ],
-      columnTypes: ["bigint", "text", "text", "int", "int", "text", "bigint", "text", "jsonb"],
+      columnTypes: ["bigint", "text", "text", "int", "int", "text", "bigint", "text", "jsonb", "jsonb"],
       deadline: .quick)
 
     public struct Parameters: StatementParameters {
@@ -636,6 +641,7 @@ public enum SQL {
       public var bytes: Int64
       public var storageKey: String
       public var warnings: String?
+      public var media: String?
 
       public init(_ row: ResultRow) throws(PostgresError) {
         jobID = try row.decode("job_id")
@@ -647,6 +653,7 @@ public enum SQL {
         bytes = try row.decode("bytes")
         storageKey = try row.decode("storage_key")
         warnings = try row.decode("warnings")
+        media = try row.decode("media")
       }
     }
   }

@@ -14,7 +14,7 @@
 --
 -- Each job's `succeeded` event (migrations/0010) is written too, with its warnings (migrations/0014) and
 -- metadata, each variant with its public `url` when $16 (the worker's --public-url-base, ending in a
--- slash) is given (migrations/0015), and announced on thumbs_events; notified counts the announcements
+-- slash) is given (migrations/0015), a video's media (migrations/0016), and announced on thumbs_events; notified counts the announcements
 -- (evaluated once, on the first row). The photo keeps the URL its thumbnails came from, as enqueued,
 -- and the job's metadata, for a re-render.
 --
@@ -27,13 +27,13 @@
 -- params: ids bigint[], tokens uuid[], variant_job_ids bigint[], names text[], widths int[],
 -- params: heights int[], formats text[], bytes bigint[], storage_keys text[], thumbhashes text?[],
 -- params: render_keys text?[], reused_from bigint?[], stage_ms jsonb?[], spec_versions bigint?[],
--- params: warnings jsonb[], public_url_base text?
+-- params: warnings jsonb[], public_url_base text?, media jsonb?[]
 -- returns: id bigint, refused bool, notified bigint
 -- deadline: batch
 WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
-                       $14::bigint[], $15::jsonb[])
-           AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version, warnings)),
+                       $14::bigint[], $15::jsonb[], $17::jsonb[])
+           AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version, warnings, media)),
 locked AS MATERIALIZED (
   SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
    WHERE j.lease_token = i.token AND j.state = 'running'
@@ -59,11 +59,12 @@ ended AS (
          render_key = CASE WHEN c.id IS NULL THEN i.render_key ELSE j.render_key END,
          reused_from = CASE WHEN c.id IS NULL THEN i.reused_from ELSE j.reused_from END,
          stage_ms = CASE WHEN c.id IS NULL THEN i.stage_ms ELSE j.stage_ms END,
-         warnings = CASE WHEN c.id IS NULL THEN i.warnings ELSE j.warnings END
+         warnings = CASE WHEN c.id IS NULL THEN i.warnings ELSE j.warnings END,
+         media = CASE WHEN c.id IS NULL THEN i.media ELSE j.media END
     FROM locked l JOIN input i ON i.id = l.id LEFT JOIN collected c ON c.id = l.id
    WHERE j.id = l.id
   RETURNING j.id, j.state, j.external_id, j.source_key, j.source_url, j.profile, j.render_key,
-            j.thumbhash, j.attempts, j.rerender, i.spec_version, j.warnings, j.metadata),
+            j.thumbhash, j.attempts, j.rerender, i.spec_version, j.warnings, j.metadata, j.media),
 done AS (SELECT * FROM ended WHERE state = 'succeeded'),
 variant_rows AS (
   SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
@@ -128,9 +129,9 @@ variant_lists AS (
     FROM variant_rows r GROUP BY r.job_id),
 events AS (
   INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, thumbhash, variants,
-                                attempts, rerender, warnings, metadata)
+                                attempts, rerender, warnings, metadata, media)
   SELECT d.id, d.external_id, 'succeeded', thumbs.redact_url(d.source_url), d.profile, d.thumbhash,
-         l.variants, d.attempts, d.rerender, d.warnings, d.metadata
+         l.variants, d.attempts, d.rerender, d.warnings, d.metadata, d.media
     FROM done d LEFT JOIN variant_lists l ON l.job_id = d.id
    ORDER BY d.id
   RETURNING id)

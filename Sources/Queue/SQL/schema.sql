@@ -733,6 +733,7 @@ CREATE TABLE thumbs.event_log (
     storage_keys jsonb,
     warnings jsonb,
     metadata jsonb,
+    media jsonb,
     CONSTRAINT event_log_kind_check CHECK ((kind = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text])))
 );
 
@@ -751,7 +752,7 @@ CREATE VIEW thumbs.events AS
     e.external_id,
     e.kind,
     e.created_at,
-    (jsonb_build_object('job_id', e.job_id, 'external_id', e.external_id, 'source_url', e.source_url, 'profile', e.profile, 'state', e.kind, 'error_code', e.error_code, 'error', e.error, 'thumbhash', e.thumbhash, 'variants', COALESCE(e.variants, '[]'::jsonb), 'attempts', e.attempts, 'rerender', e.rerender, 'warnings', COALESCE(e.warnings, '[]'::jsonb), 'metadata', COALESCE(e.metadata, '{}'::jsonb)) ||
+    (jsonb_build_object('job_id', e.job_id, 'external_id', e.external_id, 'source_url', e.source_url, 'profile', e.profile, 'state', e.kind, 'error_code', e.error_code, 'error', e.error, 'thumbhash', e.thumbhash, 'variants', COALESCE(e.variants, '[]'::jsonb), 'attempts', e.attempts, 'rerender', e.rerender, 'warnings', COALESCE(e.warnings, '[]'::jsonb), 'metadata', COALESCE(e.metadata, '{}'::jsonb), 'media', e.media) ||
         CASE
             WHEN (e.kind = 'forgotten'::text) THEN jsonb_build_object('storage_keys', COALESCE(e.storage_keys, '[]'::jsonb))
             ELSE '{}'::jsonb
@@ -787,6 +788,7 @@ CREATE TABLE thumbs.jobs (
     rerender boolean DEFAULT false NOT NULL,
     spec_version bigint,
     warnings jsonb DEFAULT '[]'::jsonb NOT NULL,
+    media jsonb,
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts > 0)),
     CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text])))
 )

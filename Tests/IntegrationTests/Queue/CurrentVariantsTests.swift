@@ -31,7 +31,7 @@ struct CurrentVariantsTests {
       widths: variants.map(\.width), heights: variants.map(\.width), formats: variants.map { _ in "jpeg" },
       bytes: variants.map { _ in 1000 }, storageKeys: variants.map { "k/\(job)/\($0.name)" },
       thumbhashes: [nil], renderKeys: [nil], reusedFrom: [nil], stageMS: [nil], specVersions: [nil],
-      warnings: ["[]"], publicURLBase: nil)
+      warnings: ["[]"], publicURLBase: nil, media: [nil])
     let written = try sql(database, SQL.CompleteJobs.statement.text, parameters.values).rows
     #expect(written.map { $0[0] } == [job])
   }

@@ -77,9 +77,18 @@ struct WebhookTests {
       {"type": "thumbnail.failed", "timestamp": "2026-11-24T19:34:02Z", "data": {"job_id": 2,
        "external_id": "photo-43", "source_url": "https://photos.example/missing.jpg", "profile": "default",
        "state": "failed", "error_code": "not_found", "error": "answered HTTP 404", "thumbhash": null,
-       "variants": [], "attempts": 1, "rerender": false, "warnings": [], "metadata": {"user_id": 42}}}
+       "variants": [], "attempts": 1, "rerender": false, "warnings": [], "metadata": {"user_id": 42},
+       "media": null}}
       """#
     #expect(try await receiver.schemaErrors(good) == [])
+    let video = good.replacingOccurrences(
+      of: #""media": null"#,
+      with:
+        #""media": {"kind": "video", "duration_seconds": 4.2, "width": 1080, "height": 1920, "codec": "hevc", "#
+        + #""container": "mov", "bit_depth": 10, "dynamic_range": "hlg"}"#)
+    #expect(try await receiver.schemaErrors(video) == [])
+    let noCodec = video.replacingOccurrences(of: #""codec": "hevc", "#, with: "")
+    #expect(try await receiver.schemaErrors(noCodec).contains { $0.hasPrefix("data/media:") }, "\(noCodec)")
     let wrongType = good.replacingOccurrences(of: "thumbnail.failed", with: "thumbnail.done")
     #expect(try await receiver.schemaErrors(wrongType).contains { $0.hasPrefix("type:") })
     let disagreeing = good.replacingOccurrences(of: "thumbnail.failed", with: "thumbnail.succeeded")

@@ -231,5 +231,42 @@ struct VideoJobTests {
       [ids["h264-rotated.mov"]]
     ).rows
     #expect(rotated == [["180", "320"]])
+
+    // The job's row and its event say what the video was; a photo's say null.
+    let media = try sql(
+      database, "SELECT media::text FROM thumbs.jobs WHERE id = $1::bigint", [ids["vp9.webm"]]
+    ).rows[0][0]
+    let vp9 = try #require(media.flatMap(MediaInfo.init(json:)), "\(media ?? "NULL")")
+    #expect(vp9.kind == "video" && vp9.codec == "vp9" && vp9.container == "webm")
+    #expect(vp9.width == 320 && vp9.height == 180 && vp9.dynamicRange == "sdr")
+    #expect(abs((vp9.durationSeconds ?? 0) - 1) < 0.1, "\(vp9)")
+    let turned = try sql(
+      database,
+      "SELECT media->>'width', media->>'height', media->>'codec', media->>'container', "
+        + "(media->>'bit_depth') FROM thumbs.jobs WHERE id = $1::bigint", [ids["h264-rotated.mov"]]
+    ).rows[0]
+    #expect(turned == ["180", "320", "h264", "mov", "8"])
+    let tenBit = try sql(
+      database, "SELECT media->>'codec', media->>'bit_depth' FROM thumbs.jobs WHERE id = $1::bigint",
+      [ids["hevc-10bit.mov"]]
+    ).rows[0]
+    #expect(tenBit == ["hevc", "10"])
+    let events = try sql(
+      database,
+      "SELECT kind, payload->'media' IS NOT NULL AND payload->'media' <> 'null', payload::text,"
+        + " to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+        + " FROM thumbs.events WHERE job_id IN ($1::bigint, $2::bigint) ORDER BY job_id",
+      [ids["vp9.webm"], ids["audio-only.mp4"]]
+    ).rows
+    #expect(events.map { [$0[0], $0[1]] } == [["succeeded", "t"], ["failed", "f"]], "\(events)")
+    // Both payloads are what docs/schemas says a webhook carries.
+    let receiver = try WebhookReceiver(secrets: [
+      "whsec_" + Data(repeating: 7, count: 24).base64EncodedString()
+    ])
+    for event in events {
+      let body =
+        "{\"type\": \"thumbnail.\(event[0]!)\", \"timestamp\": \"\(event[3]!)\", \"data\": \(event[2]!)}"
+      #expect(try await receiver.schemaErrors(body) == [], "\(body)")
+    }
   }
 }
