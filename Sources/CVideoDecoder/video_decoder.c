@@ -28,7 +28,6 @@ struct thumbd_video {
   AVPacket *packet;
   AVFrame *frame;
   int stream;
-  int draining;  // the demuxer is done: the decoder gives what it still holds
   int ended;
 };
 
@@ -241,9 +240,11 @@ static int give_frame(struct thumbd_video *v, thumbd_video_frame *out, char *mes
   return 1;
 }
 
-int thumbd_video_next_keyframe(thumbd_video *v, double until, int64_t deadline_ms, thumbd_video_frame *frame,
-                               char *message, size_t message_size) {
+int thumbd_video_next_keyframe(thumbd_video *v, double until, int skip_loop_filters, int64_t deadline_ms,
+                               thumbd_video_frame *frame, char *message, size_t message_size) {
   v->deadline_ms = deadline_ms;
+  // Reduced 2x or more, deblocking's work does not survive the resampling (as on HEIC's route).
+  v->decoder->skip_loop_filter = skip_loop_filters ? AVDISCARD_ALL : AVDISCARD_DEFAULT;
   AVStream *stream = v->format->streams[v->stream];
   double start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time * av_q2d(stream->time_base) : 0;
   while (!v->ended) {
@@ -251,46 +252,38 @@ int thumbd_video_next_keyframe(thumbd_video *v, double until, int64_t deadline_m
       snprintf(message, message_size, "no poster within the decode budget");
       return -5;
     }
-    int status = avcodec_receive_frame(v->decoder, v->frame);
-    if (status == 0) return give_frame(v, frame, message, message_size);
-    if (status == AVERROR_EOF) {
-      v->ended = 1;
-      break;
-    }
-    if (status != AVERROR(EAGAIN)) {
-      say(message, message_size, "the video does not decode", status);
-      return -4;
-    }
-    if (v->draining) {
-      v->ended = 1;
-      break;
-    }
-    status = av_read_frame(v->format, v->packet);
+    int status = av_read_frame(v->format, v->packet);
     if (status == AVERROR_EXIT) {
       snprintf(message, message_size, "no poster within the decode budget");
       return -5;
     }
-    if (status < 0) {
-      // The end, or a file cut short: what the decoder holds still comes out.
-      v->draining = 1;
-      avcodec_send_packet(v->decoder, NULL);
-      continue;
+    if (status < 0) {  // the end, or a file cut short
+      v->ended = 1;
+      break;
     }
     int wanted = v->packet->stream_index == v->stream && (v->packet->flags & AV_PKT_FLAG_KEY);
     double time = v->packet->pts != AV_NOPTS_VALUE ? v->packet->pts * av_q2d(stream->time_base) - start : -1;
-    if (wanted && time > until) {
-      // Past the window: what the decoder holds is all that is left to look at.
+    if (!wanted) {
       av_packet_unref(v->packet);
-      v->draining = 1;
-      avcodec_send_packet(v->decoder, NULL);
       continue;
     }
-    if (wanted) {
-      status = avcodec_send_packet(v->decoder, v->packet);
-      // A damaged keyframe: the next one may decode.
-      (void)status;
+    if (time > until) {
+      av_packet_unref(v->packet);
+      v->ended = 1;
+      break;
     }
+    // Each keyframe alone: sent, then drained at once (a decoder that reorders would otherwise hold the
+    // picture back until the next keyframe had been decoded too), then the decoder is reset for the
+    // next one. Keyframes need nothing before them.
+    status = avcodec_send_packet(v->decoder, v->packet);
     av_packet_unref(v->packet);
+    int got = 0;
+    if (status >= 0 && avcodec_send_packet(v->decoder, NULL) >= 0) {
+      got = avcodec_receive_frame(v->decoder, v->frame) == 0;
+    }
+    avcodec_flush_buffers(v->decoder);
+    if (got) return give_frame(v, frame, message, message_size);
+    // A damaged keyframe: the next one may decode.
   }
   return 0;
 }

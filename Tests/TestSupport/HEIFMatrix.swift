@@ -13,19 +13,25 @@ public enum HEIFMatrix {
   /// The folder with the files, made on first use.
   public static let folder: URL? = {
     guard isAvailable else { return nil }
+    return generatedFolder(script: "heif-matrix.py", name: "thumbd-heif-matrix")
+  }()
+
+  /// Runs Tests/Support/`script` with a new temporary folder (`name`-pid) as its argument: the folder,
+  /// or nil when the script failed.
+  public static func generatedFolder(script: String, name: String) -> URL? {
     let out = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "thumbd-heif-matrix-\(ProcessInfo.processInfo.processIdentifier)")
-    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .appendingPathComponent("Support/heif-matrix.py")
+      "\(name)-\(ProcessInfo.processInfo.processIdentifier)")
+    let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .appendingPathComponent("Support/\(script)")
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", script.path, out.path]
+    process.arguments = ["python3", path.path, out.path]
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
     do { try process.run() } catch { return nil }
     process.waitUntilExit()
     return process.terminationStatus == 0 ? out : nil
-  }()
+  }
 
   /// The case names, sorted (empty when the matrix could not be made).
   public static var names: [String] {

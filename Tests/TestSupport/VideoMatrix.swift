@@ -29,17 +29,7 @@ public enum VideoMatrix {
 
   public static let folder: URL? = {
     guard isAvailable else { return nil }
-    let out = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "thumbd-video-matrix-\(ProcessInfo.processInfo.processIdentifier)")
-    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .appendingPathComponent("Support/video-matrix.py")
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", script.path, out.path]
-    process.standardOutput = FileHandle.nullDevice
-    do { try process.run() } catch { return nil }
-    process.waitUntilExit()
-    return process.terminationStatus == 0 ? out : nil
+    return HEIFMatrix.generatedFolder(script: "video-matrix.py", name: "thumbd-video-matrix")
   }()
 
   public static var cases: [Case] {

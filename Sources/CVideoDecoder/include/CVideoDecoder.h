@@ -40,11 +40,11 @@ typedef struct {
 int thumbd_video_open(const uint8_t *bytes, size_t size, thumbd_video **video, thumbd_video_info *info,
                       char *message, size_t message_size);
 
-// Decodes the next keyframe at or before `until` seconds (decoding only keyframes). 1: a frame (valid
-// until the next call or the close), 0: none left before `until`, negative: an error with a message
-// (-4 damaged). `deadline_ms`: the monotonic clock (CLOCK_MONOTONIC, milliseconds) past which reading
-// and decoding stop with -5.
-int thumbd_video_next_keyframe(thumbd_video *video, double until, int64_t deadline_ms,
+// Decodes the next keyframe at or before `until` seconds, on its own (only keyframes are decoded). 1: a
+// frame (valid until the next call or the close), 0: none left before `until`, negative: an error with a
+// message. `skip_loop_filters`: without deblocking (for outputs reduced 2x or more). `deadline_ms`: the
+// monotonic clock (CLOCK_MONOTONIC, milliseconds) past which reading and decoding stop with -5.
+int thumbd_video_next_keyframe(thumbd_video *video, double until, int skip_loop_filters, int64_t deadline_ms,
                                thumbd_video_frame *frame, char *message, size_t message_size);
 
 void thumbd_video_close(thumbd_video *video);

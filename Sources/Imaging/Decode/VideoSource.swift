@@ -139,13 +139,16 @@ final class VideoSource: SourceDecoder {
   func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
     guard let video else { throw JobError(.internalError, "the video was closed") }
     let choice = PosterChoice()
+    // Reduced 2x or more, the loop filters' work does not survive the resampling (docs/imaging.md).
+    let skipLoopFilters = requiredScale <= HEVCTiles.loopFilterScale
     let deadline = monotonicMilliseconds() + Int64(budget.components.seconds * 1000)
     var best: (look: PosterChoice.Look, image: PlanarImage)?
     var frame = thumbd_video_frame()
     var message = [CChar](repeating: 0, count: 256)
     var lastError: JobError?
     look: while true {
-      let status = thumbd_video_next_keyframe(video, choice.window, deadline, &frame, &message, message.count)
+      let status = thumbd_video_next_keyframe(
+        video, choice.window, skipLoopFilters ? 1 : 0, deadline, &frame, &message, message.count)
       if status == 0 { break }
       if status < 0 {
         let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -173,7 +176,8 @@ final class VideoSource: SourceDecoder {
       chosen.image = Self.stretched(chosen.image, to: header.storedSize)
     }
     let time = chosen.look.time >= 0 ? "\(Int((chosen.look.time * 1000).rounded())) ms" : "unknown time"
-    return DecodedSource(image: chosen.image, reduction: "keyframe at \(time)")
+    return DecodedSource(
+      image: chosen.image, reduction: "keyframe at \(time)" + (skipLoopFilters ? ", loop filters skipped" : ""))
   }
 
   private func monotonicMilliseconds() -> Int64 {
