@@ -65,7 +65,7 @@ static int64_t seek_bytes(void *opaque, int64_t offset, int whence) {
 // libavformat asks between reads: past the deadline, its probing and reading stop.
 static int interrupted(void *opaque) {
   struct thumbd_video *v = opaque;
-  return v->deadline_ms > 0 && now_ms() > v->deadline_ms;
+  return v->deadline_ms > 0 && now_ms() >= v->deadline_ms;
 }
 
 static void say(char *message, size_t size, const char *what, int code) {
@@ -248,7 +248,7 @@ int thumbd_video_next_keyframe(thumbd_video *v, double until, int skip_loop_filt
   AVStream *stream = v->format->streams[v->stream];
   double start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time * av_q2d(stream->time_base) : 0;
   while (!v->ended) {
-    if (deadline_ms > 0 && now_ms() > deadline_ms) {
+    if (deadline_ms > 0 && now_ms() >= deadline_ms) {
       snprintf(message, message_size, "no poster within the decode budget");
       return -5;
     }

@@ -44,6 +44,25 @@ struct VideoMatrixTests {
     }
   }
 
+  /// The frame's size is checked against --max-pixels before anything is decoded, and looking for the
+  /// poster stops at its budget.
+  @Test func aFrameOverTheLimitAndABudgetSpentFailClearly() throws {
+    let bytes = try VideoMatrix.bytes("h264-black-start.mp4")
+    #expect(throws: JobError.self) { try VideoSource(bytes, maxPixels: 320 * 180 - 1) }
+    do {
+      _ = try VideoSource(bytes, maxPixels: 320 * 180 - 1)
+    } catch {
+      #expect(error.code == .tooLarge && error.message.contains("over the limit"), "\(error)")
+    }
+    let spent = try VideoSource(bytes, maxPixels: 1_000_000, budget: .zero)
+    do {
+      _ = try spent.decode(requiredScale: 1, margin: 1)
+      Issue.record("a spent budget decoded a poster")
+    } catch {
+      #expect(error.code == .timeout, "\(error)")
+    }
+  }
+
   @Test func sniffingTellsVideosFromPhotos() {
     func ftyp(_ major: String, _ compatible: [String]) -> [UInt8] {
       let body = Array(major.utf8) + [0, 0, 0, 0] + compatible.flatMap { Array($0.utf8) }

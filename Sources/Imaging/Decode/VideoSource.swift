@@ -141,7 +141,8 @@ final class VideoSource: SourceDecoder {
     let choice = PosterChoice()
     // Reduced 2x or more, the loop filters' work does not survive the resampling (docs/imaging.md).
     let skipLoopFilters = requiredScale <= HEVCTiles.loopFilterScale
-    let deadline = monotonicMilliseconds() + Int64(budget.components.seconds * 1000)
+    let (seconds, attoseconds) = budget.components
+    let deadline = monotonicMilliseconds() + seconds * 1000 + attoseconds / 1_000_000_000_000_000
     var best: (look: PosterChoice.Look, image: PlanarImage)?
     var frame = thumbd_video_frame()
     var message = [CChar](repeating: 0, count: 256)
@@ -176,8 +177,8 @@ final class VideoSource: SourceDecoder {
       chosen.image = Self.stretched(chosen.image, to: header.storedSize)
     }
     let time = chosen.look.time >= 0 ? "\(Int((chosen.look.time * 1000).rounded())) ms" : "unknown time"
-    return DecodedSource(
-      image: chosen.image, reduction: "keyframe at \(time)" + (skipLoopFilters ? ", loop filters skipped" : ""))
+    let reduction = "keyframe at \(time)" + (skipLoopFilters ? ", loop filters skipped" : "")
+    return DecodedSource(image: chosen.image, reduction: reduction)
   }
 
   private func monotonicMilliseconds() -> Int64 {
