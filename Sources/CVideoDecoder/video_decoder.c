@@ -9,6 +9,7 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/display.h>
+#include <libavutil/mastering_display_metadata.h>
 #include <libavutil/pixdesc.h>
 #include <stdio.h>
 #include <string.h>
@@ -208,6 +209,24 @@ int thumbd_video_open(const uint8_t *bytes, size_t size, thumbd_video **video, t
   return 0;
 }
 
+// The content's brightest pixel (MaxCLL), else the mastering display's peak, from the frame's SEI or
+// the container's boxes; 0 when neither says.
+static double peak_nits(const AVFrame *f, const AVStream *stream) {
+  const AVFrameSideData *light = av_frame_get_side_data(f, AV_FRAME_DATA_CONTENT_LIGHT_LEVEL);
+  if (light && ((const AVContentLightMetadata *)light->data)->MaxCLL > 0)
+    return ((const AVContentLightMetadata *)light->data)->MaxCLL;
+  const AVContentLightMetadata *stream_light =
+      (const AVContentLightMetadata *)av_stream_get_side_data(stream, AV_PKT_DATA_CONTENT_LIGHT_LEVEL, NULL);
+  if (stream_light && stream_light->MaxCLL > 0) return stream_light->MaxCLL;
+  const AVFrameSideData *mastering = av_frame_get_side_data(f, AV_FRAME_DATA_MASTERING_DISPLAY_METADATA);
+  const AVMasteringDisplayMetadata *display =
+      mastering ? (const AVMasteringDisplayMetadata *)mastering->data
+                : (const AVMasteringDisplayMetadata *)av_stream_get_side_data(
+                      stream, AV_PKT_DATA_MASTERING_DISPLAY_METADATA, NULL);
+  if (display && display->has_luminance && display->max_luminance.den > 0) return av_q2d(display->max_luminance);
+  return 0;
+}
+
 static int give_frame(struct thumbd_video *v, thumbd_video_frame *out, char *message, size_t message_size) {
   AVFrame *f = v->frame;
   const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(f->format);
@@ -237,6 +256,7 @@ static int give_frame(struct thumbd_video *v, thumbd_video_frame *out, char *mes
   out->color_trc = f->color_trc;
   out->colorspace = f->colorspace;
   out->color_range = f->color_range;
+  out->peak_nits = peak_nits(f, stream);
   return 1;
 }
 

@@ -106,7 +106,8 @@ public struct Thumbnailer: Sendable {
       requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants),
       margin: economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin)
     timings.decode = mark.secondsSince
-    let output = OutputStage(header: header, model: decoded.image.model, coding: decoded.image.yCbCrCoding)
+    let output = OutputStage(
+      color: decoded.color ?? header.color, model: decoded.image.model, coding: decoded.image.yCbCrCoding)
     let orientation = header.orientation
     let decodedUpright = orientation.uprightSize(of: decoded.image.size)
     let steps = RenderPlanner.steps(original: upright, decoded: decodedUpright, variants: all)

@@ -7,8 +7,9 @@ OUT/manifest.json (VideoMatrix in Tests/TestSupport reads it).
 
 Every clip is small (a few hundred pixels, a few seconds) so the matrix takes seconds to make. Kinds:
 posters that must skip a black start or a white title, rotated and non-square-pixel clips, 10-bit
-HEVC, VP9, AV1, MPEG-4 Part 2 in 3GP, a flat clip (its best frame), and files that must fail cleanly
-(no video stream, a codec thumbd does not decode, cut short before the index, damaged)."""
+HEVC (SDR, and HDR: HLG and PQ), VP9, AV1, MPEG-4 Part 2 in 3GP, a flat clip (its best frame), and
+files that must fail cleanly (no video stream, a codec thumbd does not decode, cut short before the
+index, damaged)."""
 
 import json
 import subprocess
@@ -56,6 +57,21 @@ ffmpeg("-f", "lavfi", "-i", PATTERN.format(size="320x180") + ":duration=1", "-c:
        "-preset", "ultrafast", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p10le",
        "-tag:v", "hvc1", str(OUT / "hevc-10bit.mov"))
 case("hevc-10bit.mov", "poster", upright=[320, 180])
+
+# HDR 10-bit HEVC, BT.2020, as phones record: HLG, and PQ with HDR10 mastering and light-level SEI.
+# zscale makes them from the pattern as BT.2408 does (SDR white at 203 cd/m2: HLG 0.75, PQ 0.58).
+HDR10 = ":hdr10=1:master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1)" \
+        ":max-cll=1000,400"
+for name, trc, extra in [("hevc-hlg.mp4", "arib-std-b67", ""), ("hevc-pq.mp4", "smpte2084", HDR10)]:
+    ffmpeg("-f", "lavfi", "-i", PATTERN.format(size="320x180") + ":duration=1",
+           "-vf", "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt709:range=tv,"
+                  f"zscale=p=bt2020:t={trc}:m=bt2020nc:r=tv:npl=203,format=yuv420p10le",
+           "-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", "yuv420p10le", "-tag:v", "hvc1",
+           "-x265-params", f"colorprim=bt2020:transfer={trc}:colormatrix=bt2020nc:range=limited:log-level=error"
+                           + extra,
+           "-color_primaries", "bt2020", "-color_trc", trc, "-colorspace", "bt2020nc", "-color_range", "tv",
+           str(OUT / name))
+    case(name, "poster", upright=[320, 180])
 
 # Held upright: frames stored sideways, the track matrix turning them (-90 degrees, as an iPhone does).
 # (Debian's ffmpeg 5.1 writes the matrix from the `rotate` tag only when it copies the stream.)

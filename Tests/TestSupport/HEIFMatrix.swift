@@ -16,16 +16,18 @@ public enum HEIFMatrix {
     return generatedFolder(script: "heif-matrix.py", name: "thumbd-heif-matrix")
   }()
 
-  /// Runs Tests/Support/`script` with a new temporary folder (`name`-pid) as its argument: the folder,
-  /// or nil when the script failed.
-  public static func generatedFolder(script: String, name: String) -> URL? {
+  /// Runs Tests/Support/`script` with `python`, a new temporary folder (`name`-pid) and `arguments` as
+  /// its arguments: the folder, or nil when the script failed.
+  public static func generatedFolder(
+    script: String, name: String, python: String = "python3", arguments: [String] = []
+  ) -> URL? {
     let out = FileManager.default.temporaryDirectory.appendingPathComponent(
       "\(name)-\(ProcessInfo.processInfo.processIdentifier)")
     let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .appendingPathComponent("Support/\(script)")
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", path.path, out.path]
+    process.arguments = [python, path.path, out.path] + arguments
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
     do { try process.run() } catch { return nil }

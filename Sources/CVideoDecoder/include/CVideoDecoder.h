@@ -33,6 +33,7 @@ typedef struct {
   int linesize[3];
   double time;                  // seconds from the start of the stream; negative when unknown
   int color_primaries, color_trc, colorspace, color_range;
+  double peak_nits;             // HDR: the content's peak (MaxCLL, else the mastering display's), 0 unknown
 } thumbd_video_frame;
 
 // Opens the bytes (which must outlive the video). 0 on success; otherwise a negative code and a message:

@@ -146,7 +146,8 @@ enum ColorPrimaries: Equatable {
   var white: XY { self == .dciP3 ? (0.314, 0.351) : (0.3127, 0.3290) }
 }
 
-/// The transfer curves thumbd tells apart. Others (PQ, HLG) are taken as sRGB: HDR is not tone-mapped.
+/// The SDR transfer curves thumbd tells apart. HDR video (PQ, HLG) is tone-mapped as it is decoded
+/// (ToneMap); an HDR still is taken as sRGB for now.
 enum TransferCurve: Equatable {
   case sRGB, bt709
 

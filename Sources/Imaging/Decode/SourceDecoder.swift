@@ -33,6 +33,9 @@ struct DecodedSource {
   var denominator = 1
   /// What the job's row and event should say about the original (a JPEG cut short).
   var warnings: [RenderWarning] = []
+  /// The planes' colours when the decode changed them from the header's (an HDR picture tone-mapped
+  /// to sRGB); nil when they are as the header says.
+  var color: ColorDescription?
 }
 
 /// One format's decoder, holding the file. `header` is read at creation; `decode` allocates the pixels.

@@ -143,6 +143,9 @@ final class VideoSource: SourceDecoder {
     let skipLoopFilters = requiredScale <= HEVCTiles.loopFilterScale
     let (seconds, attoseconds) = budget.components
     let deadline = monotonicMilliseconds() + seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    // An HDR poster is tone-mapped as it is taken, at half size (2x2 luma means) when no output needs
+    // more: still at least every output pixel, for a quarter of the work (ToneMap).
+    let halveHDR = requiredScale <= 0.5
     var best: (look: PosterChoice.Look, image: PlanarImage)?
     var frame = thumbd_video_frame()
     var message = [CChar](repeating: 0, count: 256)
@@ -160,10 +163,10 @@ final class VideoSource: SourceDecoder {
       let look = Self.look(at: frame)
       switch choice.verdict(on: look, bestSoFar: best?.look) {
       case .take:
-        best = (look, try Self.planes(of: frame))
+        best = (look, try picture(of: frame, halveHDR: halveHDR))
         break look
       case .keepAndLookOn:
-        best = (look, try Self.planes(of: frame))
+        best = (look, try picture(of: frame, halveHDR: halveHDR))
       case .lookOn:
         continue
       }
@@ -173,12 +176,20 @@ final class VideoSource: SourceDecoder {
     guard var chosen = best else {
       throw lastError ?? JobError(.corruptImage, "no frame of the video decodes")
     }
-    if chosen.image.size != header.storedSize {
-      chosen.image = Self.stretched(chosen.image, to: header.storedSize)
+    let toneMapped = chosen.image.model == .rgb
+    let halved = chosen.image.size.width < info.width
+    let target =
+      halved
+      ? Self.displaySize(
+        coded: chosen.image.size, sar: (Int(info.sar_num), Int(info.sar_den))) : header.storedSize
+    if chosen.image.size != target {
+      chosen.image = Self.stretched(chosen.image, to: target)
     }
     let time = chosen.look.time >= 0 ? "\(Int((chosen.look.time * 1000).rounded())) ms" : "unknown time"
-    let reduction = "keyframe at \(time)" + (skipLoopFilters ? ", loop filters skipped" : "")
-    return DecodedSource(image: chosen.image, reduction: reduction)
+    var reduction = "keyframe at \(time)" + (skipLoopFilters ? ", loop filters skipped" : "")
+    if toneMapped { reduction += ", \(VideoSource.dynamicRange(transfer: posterTransfer)) tone-mapped" }
+    if halved { reduction += ", 1/2" }
+    return DecodedSource(image: chosen.image, reduction: reduction, color: toneMapped ? .unspecified : nil)
   }
 
   private func monotonicMilliseconds() -> Int64 {
@@ -217,6 +228,36 @@ final class VideoSource: SourceDecoder {
     return PosterChoice.Look(time: frame.time, samples: samples)
   }
 
+  /// The frame as the picture the outputs are made from: an HDR frame (PQ or HLG, by the frame's own
+  /// transfer, else the container's) tone-mapped to RGB, any other as its 8-bit planes.
+  private func picture(of frame: thumbd_video_frame, halveHDR: Bool) throws(JobError) -> PlanarImage {
+    let transfer = frame.color_trc != 2 ? Int(frame.color_trc) : Int(info.color_trc)
+    guard let signal = ToneMap.Signal(h273: transfer), frame.bits > 8, frame.gray == 0,
+      let luma = frame.data.0, let cb = frame.data.1, let cr = frame.data.2
+    else { return try Self.planes(of: frame) }
+    let primaries = frame.color_primaries != 2 ? Int(frame.color_primaries) : Int(info.color_primaries)
+    let map = ToneMap(
+      signal: signal, primaries: ColorPrimaries(h273: primaries) ?? .bt2020,
+      peakNits: frame.peak_nits > 0 ? frame.peak_nits : nil, display: .bt1886)
+    let size = PixelSize(width: Int(frame.width), height: Int(frame.height))
+    let planes = YCbCrPlanes16(
+      luma: UnsafeRawPointer(luma), lumaStride: Int(frame.linesize.0), cb: UnsafeRawPointer(cb),
+      cr: UnsafeRawPointer(cr), chromaStride: Int(frame.linesize.1), chromaShiftX: Int(frame.chroma_shift_x),
+      chromaShiftY: Int(frame.chroma_shift_y))
+    return map.rgb(
+      planes: planes, size: size, coding: Self.coding(of: frame), bits: Int(frame.bits),
+      halved: halveHDR && size.width >= 2 && size.height >= 2)
+  }
+
+  /// How the frame's Y'CbCr stand for RGB. Unspecified matrices: BT.709 from HD up, BT.601 below, as
+  /// players assume.
+  static func coding(of frame: thumbd_video_frame) -> YCbCrCoding {
+    let fullRange = frame.color_range == 2
+    let matrix = frame.colorspace == 2 ? (frame.height >= 720 ? 1 : 6) : Int(frame.colorspace)
+    return YCbCrCoding(h273: matrix, fullRange: fullRange)
+      ?? YCbCrCoding(kr: 0.2126, kb: 0.0722, fullRange: fullRange)
+  }
+
   /// The frame's planes as 8-bit planes (deeper samples rounded to 8 bits).
   static func planes(of frame: thumbd_video_frame) throws(JobError) -> PlanarImage {
     let size = PixelSize(width: Int(frame.width), height: Int(frame.height))
@@ -253,12 +294,7 @@ final class VideoSource: SourceDecoder {
       planes.append(plane)
     }
     var image = PlanarImage(model: gray ? .gray : .yCbCr, planes: planes, subsampling: subsampling)
-    let fullRange = frame.color_range == 2
-    // Unspecified matrices: BT.709 from HD up, BT.601 below, as players assume.
-    let matrix = frame.colorspace == 2 ? (size.height >= 720 ? 1 : 6) : Int(frame.colorspace)
-    image.yCbCrCoding =
-      YCbCrCoding(h273: matrix, fullRange: fullRange)
-      ?? YCbCrCoding(kr: 0.2126, kb: 0.0722, fullRange: fullRange)
+    image.yCbCrCoding = coding(of: frame)
     return image
   }
 

@@ -8,11 +8,11 @@ struct OutputStage {
   let coding: YCbCrCoding
   let transform: ColorTransform?
 
-  init(header: SourceHeader, model: ColorModel, coding: YCbCrCoding = .jfif) {
+  init(color: ColorDescription, model: ColorModel, coding: YCbCrCoding = .jfif) {
     self.model = model
     self.coding = coding
     var transform: ColorTransform?
-    switch header.color {
+    switch color {
     case .unspecified: transform = nil
     case .icc(let profile): transform = ColorTransformCache.shared.toSRGB(iccProfile: profile, model: model)
     case .nclx(let primaries, let transfer):
