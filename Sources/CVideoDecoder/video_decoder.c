@@ -19,9 +19,12 @@ static const char *const containers = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm";
 static const char *const decoders[] = {"h264", "hevc", "mpeg4", "h263", "vp8", "vp9", "libdav1d", NULL};
 
 struct thumbd_video {
-  const uint8_t *bytes;
-  size_t size;
+  thumbd_video_part *parts;
+  int part_count;
+  int64_t size;
   int64_t position;
+  int next_entry;       // the index entry to look at next (index_read)
+  int index_read;       // keyframes are taken from the container's index, not read in sequence
   int64_t deadline_ms;  // 0: none
   AVFormatContext *format;
   AVIOContext *io;
@@ -38,13 +41,28 @@ static int64_t now_ms(void) {
   return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+// The part holding byte `at`, or NULL.
+static const thumbd_video_part *part_at(const struct thumbd_video *v, int64_t at) {
+  for (int i = 0; i < v->part_count; i++)
+    if (at >= v->parts[i].offset && at < v->parts[i].offset + v->parts[i].length) return &v->parts[i];
+  return NULL;
+}
+
+// `length` bytes at `at` if one part holds them all, else NULL.
+static const uint8_t *bytes_at(const struct thumbd_video *v, int64_t at, int64_t length) {
+  const thumbd_video_part *part = part_at(v, at);
+  if (!part || at + length > part->offset + part->length) return NULL;
+  return part->data + (at - part->offset);
+}
+
 static int read_bytes(void *opaque, uint8_t *buffer, int size) {
   struct thumbd_video *v = opaque;
-  if (v->position >= (int64_t)v->size) return AVERROR_EOF;
-  size_t left = v->size - (size_t)v->position;
-  size_t n = left < (size_t)size ? left : (size_t)size;
-  memcpy(buffer, v->bytes + v->position, n);
-  v->position += (int64_t)n;
+  const thumbd_video_part *part = part_at(v, v->position);
+  if (!part) return AVERROR_EOF;  // the end, or a range not read
+  int64_t left = part->offset + part->length - v->position;
+  int64_t n = left < size ? left : size;
+  memcpy(buffer, part->data + (v->position - part->offset), (size_t)n);
+  v->position += n;
   return (int)n;
 }
 
@@ -87,14 +105,20 @@ static const AVCodec *find_decoder(enum AVCodecID id) {
   return avcodec_find_decoder(id);
 }
 
-int thumbd_video_open(const uint8_t *bytes, size_t size, thumbd_video **video, thumbd_video_info *info,
-                      char *message, size_t message_size) {
+int thumbd_video_open(const thumbd_video_part *parts, int part_count, int64_t total, thumbd_video **video,
+                      thumbd_video_info *info, char *message, size_t message_size) {
   *video = NULL;
   memset(info, 0, sizeof *info);
   struct thumbd_video *v = calloc(1, sizeof *v);
   if (!v) return -4;
-  v->bytes = bytes;
-  v->size = size;
+  v->parts = part_count > 0 ? calloc((size_t)part_count, sizeof *parts) : NULL;
+  if (part_count > 0 && !v->parts) {
+    free(v);
+    return -4;
+  }
+  if (part_count > 0) memcpy(v->parts, parts, (size_t)part_count * sizeof *parts);
+  v->part_count = part_count;
+  v->size = total;
   v->stream = -1;
   const int buffer_size = 64 * 1024;
   uint8_t *buffer = av_malloc(buffer_size);
@@ -205,8 +229,36 @@ int thumbd_video_open(const uint8_t *bytes, size_t size, thumbd_video **video, t
   info->color_range = par->color_range;
   info->reorder_frames = par->video_delay;
   info->references = v->decoder->refs;
+  // MP4 and QuickTime index every sample: keyframes are found there and read alone, never the frames
+  // between them (and a file read by ranges holds little else).
+  v->index_read = strstr(v->format->iformat->name, "mov") != NULL && avformat_index_get_entries_count(stream) > 0 &&
+                  par->width > 0;
   *video = v;
   return 0;
+}
+
+static double stream_start(const AVStream *stream) {
+  return stream->start_time != AV_NOPTS_VALUE ? stream->start_time * av_q2d(stream->time_base) : 0;
+}
+
+int thumbd_video_keyframes(thumbd_video *v, double until, int64_t *offsets, int64_t *lengths, double *times,
+                           int max) {
+  if (!v->index_read) return -1;
+  AVStream *stream = v->format->streams[v->stream];
+  double start = stream_start(stream);
+  int count = avformat_index_get_entries_count(stream);
+  int found = 0;
+  for (int i = 0; i < count && found < max; i++) {
+    const AVIndexEntry *entry = avformat_index_get_entry(stream, i);
+    if (!entry || !(entry->flags & AVINDEX_KEYFRAME)) continue;
+    double time = entry->timestamp * av_q2d(stream->time_base) - start;
+    if (time > until) break;
+    offsets[found] = entry->pos;
+    lengths[found] = entry->size;
+    times[found] = time;
+    found++;
+  }
+  return found;
 }
 
 // The content's brightest pixel (MaxCLL), else the mastering display's peak, from the frame's SEI or
@@ -260,13 +312,65 @@ static int give_frame(struct thumbd_video *v, thumbd_video_frame *out, char *mes
   return 1;
 }
 
+// Sends the packet alone, drains the decoder and resets it: 1 with a frame, 0 when this keyframe gave none
+// (damaged; the next one may decode).
+static int decode_alone(struct thumbd_video *v) {
+  int status = avcodec_send_packet(v->decoder, v->packet);
+  av_packet_unref(v->packet);
+  int got = 0;
+  if (status >= 0 && avcodec_send_packet(v->decoder, NULL) >= 0) {
+    got = avcodec_receive_frame(v->decoder, v->frame) == 0;
+  }
+  avcodec_flush_buffers(v->decoder);
+  return got;
+}
+
+static int indexed_keyframe(struct thumbd_video *v, double until, int64_t deadline_ms, thumbd_video_frame *frame,
+                            char *message, size_t message_size) {
+  AVStream *stream = v->format->streams[v->stream];
+  double start = stream_start(stream);
+  int count = avformat_index_get_entries_count(stream);
+  while (!v->ended && v->next_entry < count) {
+    if (deadline_ms > 0 && now_ms() >= deadline_ms) {
+      snprintf(message, message_size, "no poster within the decode budget");
+      return -5;
+    }
+    const AVIndexEntry *entry = avformat_index_get_entry(stream, v->next_entry++);
+    if (!entry || !(entry->flags & AVINDEX_KEYFRAME)) continue;
+    if (entry->timestamp * av_q2d(stream->time_base) - start > until) break;
+    const uint8_t *data = bytes_at(v, entry->pos, entry->size);
+    if (!data || entry->size <= 0) continue;  // not read (an original read by ranges), or cut off
+    if (av_new_packet(v->packet, entry->size) < 0) {
+      snprintf(message, message_size, "out of memory");
+      return -4;
+    }
+    memcpy(v->packet->data, data, (size_t)entry->size);
+    v->packet->pts = v->packet->dts = entry->timestamp;
+    v->packet->flags |= AV_PKT_FLAG_KEY;
+    v->packet->stream_index = v->stream;
+    if (decode_alone(v)) {
+      int given = give_frame(v, frame, message, message_size);
+      // The packet's time when the decoder gave the frame none (it was sent without its neighbours); the
+      // index holds decoding times, which start a frame or two before zero where frames are reordered.
+      if (given == 1 && frame->time < 0) {
+        double time = entry->timestamp * av_q2d(stream->time_base) - start;
+        frame->time = time > 0 ? time : 0;
+      }
+      return given;
+    }
+  }
+  v->ended = 1;
+  return 0;
+}
+
 int thumbd_video_next_keyframe(thumbd_video *v, double until, int skip_loop_filters, int64_t deadline_ms,
                                thumbd_video_frame *frame, char *message, size_t message_size) {
   v->deadline_ms = deadline_ms;
   // Reduced 2x or more, deblocking's work does not survive the resampling (as on HEIC's route).
   v->decoder->skip_loop_filter = skip_loop_filters ? AVDISCARD_ALL : AVDISCARD_DEFAULT;
   AVStream *stream = v->format->streams[v->stream];
-  double start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time * av_q2d(stream->time_base) : 0;
+  double start = stream_start(stream);
+  if (v->index_read) return indexed_keyframe(v, until, deadline_ms, frame, message, message_size);
   while (!v->ended) {
     if (deadline_ms > 0 && now_ms() >= deadline_ms) {
       snprintf(message, message_size, "no poster within the decode budget");
@@ -295,14 +399,7 @@ int thumbd_video_next_keyframe(thumbd_video *v, double until, int skip_loop_filt
     // Each keyframe alone: sent, then drained at once (a decoder that reorders would otherwise hold the
     // picture back until the next keyframe had been decoded too), then the decoder is reset for the
     // next one. Keyframes need nothing before them.
-    status = avcodec_send_packet(v->decoder, v->packet);
-    av_packet_unref(v->packet);
-    int got = 0;
-    if (status >= 0 && avcodec_send_packet(v->decoder, NULL) >= 0) {
-      got = avcodec_receive_frame(v->decoder, v->frame) == 0;
-    }
-    avcodec_flush_buffers(v->decoder);
-    if (got) return give_frame(v, frame, message, message_size);
+    if (decode_alone(v)) return give_frame(v, frame, message, message_size);
     // A damaged keyframe: the next one may decode.
   }
   return 0;
@@ -318,5 +415,6 @@ void thumbd_video_close(thumbd_video *v) {
     av_freep(&v->io->buffer);
     avio_context_free(&v->io);
   }
+  free(v->parts);
   free(v);
 }

@@ -80,11 +80,14 @@ public struct Fetcher: Sendable {
   public var multi: CurlMulti
   /// Where `s3://` originals may be read from, and with what (nil: they are refused, `blocked_source`).
   public var sources: S3Sources?
+  /// Decides the ranges of a video to read (nil: every original is read whole).
+  public var rangePlanner: (any RangePlanner)?
 
   public init(
     limits: FetchLimits, addressGuard: AddressGuard, memory: AdmissionGate? = nil,
-    multi: CurlMulti = .shared, sources: S3Sources? = nil
+    multi: CurlMulti = .shared, sources: S3Sources? = nil, rangePlanner: (any RangePlanner)? = nil
   ) {
+    self.rangePlanner = rangePlanner
     self.limits = limits
     self.addressGuard = addressGuard
     self.memory = memory
@@ -103,6 +106,52 @@ public struct Fetcher: Sendable {
     -> FetchResult
   {
     let signed = try signedGet(url)
+    if let rangePlanner, SourceURL.readsByRanges(url) {
+      return try await fetchByRanges(url, signed: signed, validators: validators, planner: rangePlanner)
+    }
+    return try await get(url, signed: signed, validators: validators, range: nil).result
+  }
+
+  /// A video read by ranges: its head, then what `planner` asks for (its index, its first keyframes),
+  /// packed as a RangedOriginal. An origin that answers the first range with the whole file (200) is
+  /// read whole, under the byte cap; so is a file the planner cannot read by ranges.
+  private func fetchByRanges(
+    _ url: String, signed: SignedGet?, validators: Validators?, planner: any RangePlanner
+  ) async throws(JobError) -> FetchResult {
+    let first = try await get(url, signed: signed, validators: validators, range: 0..<RangedReading.headBytes)
+    guard case .downloaded(var head) = first.result, let partial = first.partial,
+      partial.range.lowerBound == 0,
+      partial.range.upperBound < partial.total
+    else { return first.result }
+    let total = partial.total
+    let outcome = try await RangedReading.run(
+      total: total, head: head.bytes, planner: planner, maxBytes: limits.maxBytes
+    ) { range async throws(JobError) in
+      let answer = try await get(url, signed: signed, validators: nil, range: range)
+      guard case .downloaded(let part) = answer.result, let got = answer.partial, got.total == total,
+        got.range.lowerBound == range.lowerBound
+      else {
+        throw JobError(
+          .fetchFailed,
+          "\(SourceURL.shown(url)) answered bytes \(range.lowerBound)-\(range.upperBound - 1) with other bytes (did it change while read?)"
+        )
+      }
+      return part.bytes
+    }
+    switch outcome {
+    case .done(let held):
+      head.bytes = held.packed
+      return .downloaded(head)
+    case .whole, .read:
+      return try await get(url, signed: signed, validators: nil, range: nil).result
+    }
+  }
+
+  /// One GET (of `range`, when given), retrying transient failures within `limits.totalTimeout`: what it
+  /// came to, and a 206's range and the object's size.
+  private func get(
+    _ url: String, signed: SignedGet?, validators: Validators?, range: Range<Int>?
+  ) async throws(JobError) -> (result: FetchResult, partial: (range: Range<Int>, total: Int)?) {
     let cancellation = TransferCancellation()
     let deadline = ContinuousClock.now + .milliseconds(Int(limits.totalTimeout * 1000))
     var tryNumber = 0
@@ -115,12 +164,12 @@ public struct Fetcher: Sendable {
       let transfer = try Transfer(
         url: url, signed: signed, validators: validators, limits: limits, addressGuard: addressGuard,
         timeout: secondsLeft,
-        cancellation: cancellation, memory: memory)
+        cancellation: cancellation, memory: memory, range: range)
       let code = await multi.perform(transfer)
       if Task.isCancelled { cancellation.cancel() }
       let failure: TransferFailure
       switch transfer.outcome(code, url: url, limits: limits) {
-      case .success(let result): return result
+      case .success(let result): return (result, transfer.partial)
       case .failure(let error):
         // Now, not when `transfer` goes: the retry's backoff would hold the partial body and its memory,
         // and the multi thread may still hold the transfer a moment after it resumed us.

@@ -22,7 +22,8 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
   /// (no address check, no redirects); nil: `url` itself, under every guard.
   init(
     url: String, signed: SignedGet? = nil, validators: Validators?, limits: FetchLimits,
-    addressGuard: AddressGuard, timeout: Double, cancellation: TransferCancellation, memory: AdmissionGate?
+    addressGuard: AddressGuard, timeout: Double, cancellation: TransferCancellation, memory: AdmissionGate?,
+    range: Range<Int>? = nil
   ) throws(JobError) {
     guard let easy = CurlEasy() else { throw JobError(.internalError, "curl_easy_init failed") }
     self.easy = easy
@@ -53,9 +54,14 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
     // Refuses a Content-Length over the cap before any body arrives; the write callback enforces the
     // cap on what actually arrives (no length, a lying length, a compressed body).
     easy.setOffset(CURLOPT_MAXFILESIZE_LARGE, limits.maxBytes)
-    // gzip, deflate, br and zstd are accepted and decoded; the cap counts decoded bytes, so a gzip bomb
-    // stops at the cap, within the decoder's fixed-size buffer.
-    easy.set(CURLOPT_ACCEPT_ENCODING, "")
+    if let range {
+      // A range of the stored bytes (not of a compressed rendition of them: no Accept-Encoding).
+      headers.append("Range: bytes=\(range.lowerBound)-\(range.upperBound - 1)")
+    } else {
+      // gzip, deflate, br and zstd are accepted and decoded; the cap counts decoded bytes, so a gzip
+      // bomb stops at the cap, within the decoder's fixed-size buffer.
+      easy.set(CURLOPT_ACCEPT_ENCODING, "")
+    }
     // No CURLOPT_PIPEWAIT: with it, transfers started together towards an HTTP/1.1 origin queued behind
     // the first one's connection until that whole transfer ended (measured: a slow drip held three quick
     // downloads for its full 6 s). Without it a new transfer multiplexes onto an HTTP/2 connection that
@@ -71,6 +77,25 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
     _ = thumbd_curl_setopt_pointer(easy.handle, CURLOPT_HEADERDATA, userdata)
     state.addressCheck.install(on: easy)
     // No progress callback for cancellation: CurlMulti removes a cancelled transfer itself, at once.
+  }
+
+  /// The HTTP status of the answer (0 before one).
+  var status: Int { easy.info(long: CURLINFO_RESPONSE_CODE) }
+
+  /// A 206's range and the whole object's size, from `Content-Range: bytes FIRST-LAST/TOTAL`.
+  var partial: (range: Range<Int>, total: Int)? {
+    guard status == 206, let value = state.contentRange?.lowercased(), value.hasPrefix("bytes ") else {
+      return nil
+    }
+    let fields = value.dropFirst(6).split(separator: "/")
+    guard fields.count == 2, let total = Int(fields[1].trimmingCharacters(in: .whitespaces)) else {
+      return nil
+    }
+    let bounds = fields[0].split(separator: "-")
+    guard bounds.count == 2, let first = Int(bounds[0]), let last = Int(bounds[1]), first <= last,
+      last < total
+    else { return nil }
+    return (first..<(last + 1), total)
   }
 
   /// The thread that runs the transfer resumes it when the memory budget has room again.

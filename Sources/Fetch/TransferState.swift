@@ -26,6 +26,8 @@ final class TransferState: @unchecked Sendable {
   var retryAfter: String?
   var etag: String?
   var lastModified: String?
+  /// A 206's `Content-Range` ("bytes 0-262143/209715200").
+  var contentRange: String?
 
   init(
     handle: UnsafeMutableRawPointer, maxBytes: Int, addressCheck: AddressCheck,
@@ -96,7 +98,8 @@ let readHeader: thumbd_curl_data_callback = { data, size, count, userdata in
   let length = size * count
   guard let data else { return length }
   switch HeaderLine(UnsafeRawBufferPointer(start: data, count: length)) {
-  case .status: (state.retryAfter, state.etag, state.lastModified) = (nil, nil, nil)
+  case .status: (state.retryAfter, state.etag, state.lastModified, state.contentRange) = (nil, nil, nil, nil)
+  case .field("content-range", let value): state.contentRange = value
   case .field("retry-after", let value): state.retryAfter = value
   case .field("etag", let value): state.etag = value
   case .field("last-modified", let value): state.lastModified = value

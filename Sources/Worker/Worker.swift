@@ -252,7 +252,7 @@ public final class Worker: Sendable {
   private func makeOriginalSource(pool: BlockingPool, multi: CurlMulti) -> OriginalSource {
     let fetcher = Fetcher(
       limits: config.fetch, addressGuard: config.addressGuard, memory: memory, multi: multi,
-      sources: config.s3Sources)
+      sources: config.s3Sources, rangePlanner: VideoRangePlanner())
     var settings = config.originals
     settings.cacheBytes = config.effectiveOriginalCacheBytes
     return OriginalSource(fetcher: fetcher, settings: settings, hashingOn: pool)

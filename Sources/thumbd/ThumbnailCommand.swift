@@ -17,6 +17,36 @@ struct ThumbnailCommand: ParsableCommand {
   @Flag(help: "print per-file timing") var verbose = false
   @Argument(help: "image files") var files: [String]
 
+  /// A file's bytes and its size: a video named so (.mp4, .mov, .m4v, .3gp) read by ranges, its index
+  /// and first keyframes, as the worker reads one from an origin (RangedOriginal); any other whole.
+  static func original(_ file: String) throws(JobError) -> (bytes: [UInt8], total: Int) {
+    guard let handle = FileHandle(forReadingAtPath: file) else {
+      throw JobError(.notFound, "cannot read \(file)")
+    }
+    defer { try? handle.close() }
+    func read(_ range: Range<Int>) throws(JobError) -> [UInt8] {
+      do {
+        try handle.seek(toOffset: UInt64(range.lowerBound))
+        return [UInt8](try handle.read(upToCount: range.count) ?? Data())
+      } catch {
+        throw JobError(.notFound, "cannot read \(file): \(error)")
+      }
+    }
+    let total: Int
+    do { total = Int(try handle.seekToEnd()) } catch {
+      throw JobError(.notFound, "cannot read \(file): \(error)")
+    }
+    guard SourceURL.readsByRanges(file), total > RangedReading.headBytes else {
+      return (try read(0..<total), total)
+    }
+    let step = try RangedReading.run(
+      total: total, head: try read(0..<RangedReading.headBytes), planner: VideoRangePlanner(),
+      maxBytes: Int.max,
+      read: read)
+    guard case .done(let held) = step else { return (try read(0..<total), total) }
+    return (held.packed, total)
+  }
+
   func run() throws {
     try ImagingProcess.prepare()
     Allocator.keepFreedMemoryForReuse()
@@ -28,11 +58,9 @@ struct ThumbnailCommand: ParsableCommand {
     var totals = StageTimes()
     for (file, stem) in zip(files, OutputStems.assign(files)) {
       do {
-        guard let data = FileManager.default.contents(atPath: file) else {
-          throw JobError(.notFound, "cannot read \(file)")
-        }
         let t0 = Date()
-        let (info, variants) = try thumbnailer.render([UInt8](data), variants: spec.variants)
+        let (data, total) = try Self.original(file)
+        let (info, variants) = try thumbnailer.render(data, variants: spec.variants)
         for variant in variants {
           let path = "\(out)/\(stem)_\(variant.name).\(variant.format.fileExtension)"
           try Data(variant.data).write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -49,6 +77,7 @@ struct ThumbnailCommand: ParsableCommand {
             "\(file): \(info.format.rawValue) \(info.size) orientation \(info.orientation.rawValue) "
               + "decoded \(info.reduction)\(info.hasAlpha ? " alpha" : "") \(ms) ms "
               + "(decode \(stages[0]), resize \(stages[1]), encode \(stages[2])) thumbhash \(info.thumbHash)"
+              + (data.count != total ? " read \(data.count) of \(total) bytes" : "")
           )
         }
       } catch let error as JobError {

@@ -36,12 +36,28 @@ typedef struct {
   double peak_nits;             // HDR: the content's peak (MaxCLL, else the mastering display's), 0 unknown
 } thumbd_video_frame;
 
-// Opens the bytes (which must outlive the video). 0 on success; otherwise a negative code and a message:
-// -1 not a container thumbd reads, -2 no video stream, -3 a codec thumbd does not decode, -4 damaged.
-int thumbd_video_open(const uint8_t *bytes, size_t size, thumbd_video **video, thumbd_video_info *info,
-                      char *message, size_t message_size);
+// A part of the file held in memory: the whole file, or one of the ranges read of it.
+typedef struct {
+  int64_t offset;               // where it lies in the file
+  int64_t length;
+  const uint8_t *data;
+} thumbd_video_part;
 
-// Decodes the next keyframe at or before `until` seconds, on its own (only keyframes are decoded). 1: a
+// Opens a file of `total` bytes of which `parts` (by offset, not overlapping) are held; the parts' bytes
+// must outlive the video. Reading where no part is reads as the end of the file. 0 on success; otherwise
+// a negative code and a message: -1 not a container thumbd reads, -2 no video stream, -3 a codec thumbd
+// does not decode, -4 damaged.
+int thumbd_video_open(const thumbd_video_part *parts, int part_count, int64_t total, thumbd_video **video,
+                      thumbd_video_info *info, char *message, size_t message_size);
+
+// The keyframes of the container's index up to `until` seconds, in order: where each lies in the file
+// and its time. At most `max`; the count, or -1 when the container has no index to read (Matroska
+// read without cues, a fragmented MP4), or the picture size is not known from the header alone.
+int thumbd_video_keyframes(thumbd_video *video, double until, int64_t *offsets, int64_t *lengths, double *times,
+                           int max);
+
+// Decodes the next keyframe at or before `until` seconds, on its own (only keyframes are decoded; with an
+// index, keyframes whose bytes are not held are passed over). 1: a
 // frame (valid until the next call or the close), 0: none left before `until`, negative: an error with a
 // message. `skip_loop_filters`: without deblocking (for outputs reduced 2x or more). `deadline_ms`: the
 // monotonic clock (CLOCK_MONOTONIC, milliseconds) past which reading and decoding stop with -5.

@@ -29,8 +29,22 @@ final class VideoSource: SourceDecoder {
     var info = thumbd_video_info()
     var handle: OpaquePointer?
     var message = [CChar](repeating: 0, count: 256)
+    let base = bytes.pointer.assumingMemoryBound(to: UInt8.self)
+    let parts: [thumbd_video_part]
+    let total: Int
+    if let layout = RangedOriginal.layout(of: data) {
+      total = layout.total
+      parts = layout.parts.map {
+        thumbd_video_part(offset: Int64($0.offset), length: Int64($0.length), data: base + $0.start)
+      }
+    } else if RangedOriginal.isPacked(data) {
+      throw JobError(.internalError, "a video read by ranges was packed wrongly")
+    } else {
+      total = data.count
+      parts = [thumbd_video_part(offset: 0, length: Int64(data.count), data: base)]
+    }
     let status = thumbd_video_open(
-      bytes.pointer.assumingMemoryBound(to: UInt8.self), bytes.count, &handle, &info, &message, message.count)
+      parts, Int32(parts.count), Int64(total), &handle, &info, &message, message.count)
     let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     switch status {
     case 0: break
@@ -57,7 +71,8 @@ final class VideoSource: SourceDecoder {
     }
     facts = VideoFacts(
       duration: info.duration >= 0 ? info.duration : nil, codec: codec,
-      container: Self.containerName(data, demuxer: container), codedSize: coded,
+      container: Self.containerName(RangedOriginal.head(of: data) ?? data, demuxer: container),
+      codedSize: coded,
       bitDepth: Int(info.bit_depth),
       transfer: Int(info.color_trc))
     header = SourceHeader(

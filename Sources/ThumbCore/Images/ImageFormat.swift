@@ -6,6 +6,8 @@ public enum ImageFormat: String, Sendable {
 
   /// The format the bytes begin like, or nil when they look like no image we know.
   public static func sniff(_ bytes: [UInt8]) -> ImageFormat? {
+    // A video read by ranges (RangedOriginal): its head tells.
+    if RangedOriginal.isPacked(bytes) { return RangedOriginal.head(of: bytes).flatMap(sniff) }
     func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {
       bytes.count >= offset + prefix.count && Array(bytes[offset..<(offset + prefix.count)]) == prefix
     }

@@ -1,0 +1,95 @@
+import CVideoDecoder
+public import ThumbCore
+
+/// Which parts of an MP4 or QuickTime video to read for its poster (RangedReading asks, round by
+/// round): the top-level boxes' headers up to `moov`, the whole `moov` (the index of every sample, at
+/// the start or at the end of the file), then the first keyframes of the poster window, as the index
+/// places them. Anything else (Matroska, a fragmented MP4, an index that cannot be found or is
+/// unreasonably large, a picture size the header does not give) is read whole.
+public struct VideoRangePlanner: RangePlanner {
+  /// Keyframes read for the poster to be chosen among: the first is always read; more, up to this
+  /// many, while they add up to no more than `keyframeShare` of the file beyond the first.
+  public var keyframes = 3
+  public var keyframeShare = 0.02
+  /// A `moov` larger than this is not read by ranges (a long recording's index is a few MB).
+  public var maxIndexBytes = 64 * 1024 * 1024
+
+  public init() {}
+
+  public func next(after held: RangedOriginal) -> [Range<Int>]? {
+    guard let head = held.parts.first, head.offset == 0, head.bytes.count >= 8 else { return nil }
+    guard ImageFormat.sniff(head.bytes) == .video, head.bytes[0] != 0x1A else {
+      return nil  // not an MP4-family video (Matroska starts 1A 45 DF A3)
+    }
+    // The top-level boxes, header by header, to the index.
+    var offset = 0
+    var index: Range<Int>?
+    var boxes = 0
+    while offset < held.total, boxes < 64 {
+      boxes += 1
+      let headerRange = offset..<min(held.total, offset + 16)
+      guard let header = held.bytes(headerRange) else { return [headerRange] }
+      guard header.count >= 8 else { return nil }
+      let size32 = header[0..<4].reduce(0) { $0 << 8 | Int($1) }
+      let size: Int
+      if size32 == 1 {
+        guard header.count >= 16 else { return nil }
+        size = header[8..<16].reduce(0) { $0 << 8 | Int($1) }
+      } else {
+        size = size32 == 0 ? held.total - offset : size32
+      }
+      guard size >= 8, size <= held.total - offset else { return nil }
+      if header[4..<8].elementsEqual("moov".utf8) {
+        index = offset..<(offset + size)
+        break
+      }
+      offset += size
+    }
+    guard let index, index.count <= maxIndexBytes else { return nil }
+    guard held.holds(index) else { return [index] }
+    guard let places = Self.keyframes(in: held, until: PosterChoice().window) else { return nil }
+    guard let first = places.first else { return [] }
+    var wanted = [first]
+    var extra = 0
+    for place in places.dropFirst() where wanted.count < keyframes {
+      guard Double(extra + place.count) <= keyframeShare * Double(held.total) else { break }
+      extra += place.count
+      wanted.append(place)
+    }
+    return wanted.filter { !held.holds($0) }
+  }
+
+  /// Where the index puts the keyframes up to `until` seconds, or nil when the container cannot be
+  /// opened or has no index to read.
+  static func keyframes(in held: RangedOriginal, until: Double) -> [Range<Int>]? {
+    let packed = held.packed
+    guard let layout = RangedOriginal.layout(of: packed) else { return nil }
+    return packed.withUnsafeBufferPointer { buffer -> [Range<Int>]? in
+      guard let base = buffer.baseAddress else { return nil }
+      let parts = layout.parts.map {
+        thumbd_video_part(offset: Int64($0.offset), length: Int64($0.length), data: base + $0.start)
+      }
+      var handle: OpaquePointer?
+      var info = thumbd_video_info()
+      var message = [CChar](repeating: 0, count: 128)
+      guard
+        thumbd_video_open(
+          parts, Int32(parts.count), Int64(layout.total), &handle, &info, &message, message.count)
+          == 0
+      else { return nil }
+      defer { thumbd_video_close(handle) }
+      let max = 64
+      var offsets = [Int64](repeating: 0, count: max)
+      var lengths = [Int64](repeating: 0, count: max)
+      var times = [Double](repeating: 0, count: max)
+      let count = thumbd_video_keyframes(handle, until, &offsets, &lengths, &times, Int32(max))
+      guard count >= 0 else { return nil }
+      return (0..<Int(count)).compactMap { i in
+        let start = Int(offsets[i])
+        let length = Int(lengths[i])
+        guard start >= 0, length > 0, start <= layout.total - length else { return nil }
+        return start..<(start + length)
+      }
+    }
+  }
+}
