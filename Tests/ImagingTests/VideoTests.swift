@@ -122,3 +122,59 @@ extension PixelBuffer {
     return (mean, variance.squareRoot())
   }
 }
+
+/// Videos read by ranges (VideoRangePlanner): the head, the boxes to the index, the index, the first
+/// keyframes. The poster is the one the whole file gives, from a few percent of its bytes.
+@Suite(.enabled(if: VideoMatrix.isAvailable, Comment(rawValue: VideoMatrix.skipReason)))
+struct VideoRangeTests {
+  /// Reads `bytes` as the fetcher would, from a head of `head` bytes.
+  static func ranged(_ bytes: [UInt8], head: Int) throws(JobError) -> RangedReading.Step {
+    try RangedReading.run(
+      total: bytes.count, head: Array(bytes.prefix(head)), planner: VideoRangePlanner(), maxBytes: bytes.count
+    ) { range throws(JobError) in Array(bytes[range.clamped(to: 0..<bytes.count)]) }
+  }
+
+  @Test(arguments: ["long-index-at-end.mp4", "long-index-first.mp4"])
+  func aLongVideoIsReadByItsIndexAndFirstKeyframe(_ name: String) throws {
+    let bytes = try VideoMatrix.bytes(name)
+    let step = try Self.ranged(bytes, head: RangedReading.headBytes)
+    guard case .done(let held) = step else {
+      Issue.record("\(name): \(step)")
+      return
+    }
+    // The head, the index and three keyframes (of a few tens of KB each here).
+    #expect(
+      held.bytesHeld <= RangedReading.headBytes + bytes.count / 20,
+      "\(name): \(held.bytesHeld) of \(bytes.count) bytes")
+    let whole = try Thumbnailer().render(bytes, variants: Profile.default.variants)
+    let parts = try Thumbnailer().render(held.packed, variants: Profile.default.variants)
+    #expect(parts.0.thumbHash == whole.0.thumbHash && parts.0.size == whole.0.size)
+    #expect(parts.1.map(\.data) == whole.1.map(\.data), "\(name): the same poster, byte for byte")
+  }
+
+  /// From a 4 KB head, every MP4 and QuickTime clip of the matrix is walked box by box: read by ranges it
+  /// renders as it does whole, or fails as it does whole.
+  @Test(arguments: VideoMatrix.cases.filter { !$0.name.hasSuffix(".webm") && !$0.name.hasSuffix(".mkv") })
+  func everyClipReadByRangesRendersAsItDoesWhole(_ clip: VideoMatrix.Case) throws {
+    let bytes = try VideoMatrix.bytes(clip.name)
+    let input: [UInt8]
+    switch try? Self.ranged(bytes, head: 4096) {
+    case .done(let held)?: input = held.packed
+    default: input = bytes  // read whole: Matroska, no index found
+    }
+    let whole = Result { () throws(JobError) in
+      try Thumbnailer().render(bytes, variants: Profile.default.variants)
+    }
+    let ranged = Result { () throws(JobError) in
+      try Thumbnailer().render(input, variants: Profile.default.variants)
+    }
+    switch (whole, ranged) {
+    case (.success(let a), .success(let b)):
+      #expect(a.0.thumbHash == b.0.thumbHash, "\(clip.name): \(a.0.reduction) / \(b.0.reduction)")
+    case (.failure(let a), .failure(let b)):
+      #expect(a.code == b.code, "\(clip.name): \(a) / \(b)")
+    default:
+      Issue.record("\(clip.name): whole \(whole), by ranges \(ranged)")
+    }
+  }
+}

@@ -10,7 +10,10 @@ Standard library only, so tests need nothing beyond python3.
 Routes (all GET unless noted):
   /files/<name>                     DIR/<name>; 404 when missing; never outside DIR. Sends an ETag
                                     (hash of the bytes) and Last-Modified; answers a matching
-                                    If-None-Match with 304
+                                    If-None-Match with 304, and a single `Range: bytes=A-B` (or A-)
+                                    with 206 and Content-Range, as web servers and S3 do
+  /norange/<name>                   /files/<name>, but answers every Range with the whole file (200)
+  /_bytes/<path...>                 {"bytes": n}: body bytes sent for <path> (query ignored)
   /status/<code>                    that status with a short body
   /flaky/<n>/<name>                 503 for the first n requests of this path, then the file
   /slow/<name>[?chunk=B&delay=S]    the file in small chunks (4096 B) with 0.5 s pauses
@@ -91,6 +94,10 @@ class Counters:
     def snapshot(self):
         with self._lock:
             return dict(self._counts)
+
+    def sent(self, path, n):
+        with self._lock:
+            self._counts["bytes:" + path] = self._counts.get("bytes:" + path, 0) + n
 
     def clear(self):
         with self._lock:
@@ -195,7 +202,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
 
-    def send_file(self, name):
+    def send_file(self, name, ranges=True):
         loaded = self.load_file(name)
         if loaded is None:
             return
@@ -208,8 +215,24 @@ class Handler(BaseHTTPRequestHandler):
         if etag in (self.headers.get("If-None-Match") or ""):
             self.send_body(304, b"", headers=validators)
             return
+        wanted = (self.headers.get("Range") or "").strip().lower()
+        if ranges and wanted.startswith("bytes=") and "," not in wanted:
+            first, _, last = wanted[6:].partition("-")
+            if first.isdigit() and (last.isdigit() or not last) and int(first) < len(data):
+                start, end = int(first), min(len(data) - 1, int(last) if last else len(data) - 1)
+                if start <= end:
+                    self.send_response(206)
+                    self.file_headers(path, end - start + 1)
+                    self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+                    for key, value in validators:
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data[start:end + 1])
+                    self.server.counters.sent(urlsplit(self.path).path, end - start + 1)
+                    return
         self.start_file(path, headers=validators)
         self.wfile.write(data)
+        self.server.counters.sent(urlsplit(self.path).path, len(data))
 
     def route_unique(self, name):
         loaded = self.load_file(name)
@@ -248,6 +271,9 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_counts":
             self.send_json(200, counters.snapshot())
             return
+        if path.startswith("/_bytes/"):
+            self.send_json(200, {"bytes": counters.get("bytes:/" + path[len("/_bytes/"):])})
+            return
         if path == "/_connections":
             self.send_json(200, {"count": self.server.connections})
             return
@@ -258,6 +284,8 @@ class Handler(BaseHTTPRequestHandler):
 
         if route == "files":
             self.send_file(rest)
+        elif route == "norange":
+            self.send_file(rest, ranges=False)
         elif route == "status":
             self.route_status(rest)
         elif route == "flaky":

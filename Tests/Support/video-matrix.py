@@ -129,4 +129,14 @@ for i in range(len(damaged) // 4, len(damaged) * 3 // 4, 97):
 (OUT / "damaged.mp4").write_bytes(bytes(damaged))
 case("damaged.mp4", "poster|unsupported_format|corrupt_image")
 
+# Long enough to be read by ranges (well over the 256 KB head): 20 s of a noisy pattern at 2 Mbit/s, a
+# keyframe a second, the index at the end as camera apps write it, and the same with the index first.
+ffmpeg("-f", "lavfi", "-i", PATTERN.format(size="640x360") + ":duration=20", "-vf", "noise=alls=12:allf=t",
+       *keys_every(1), "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "2M", "-pix_fmt", "yuv420p",
+       str(OUT / "long-index-at-end.mp4"))
+case("long-index-at-end.mp4", "poster", upright=[640, 360])
+ffmpeg("-i", str(OUT / "long-index-at-end.mp4"), "-c", "copy", "-movflags", "+faststart",
+       str(OUT / "long-index-first.mp4"))
+case("long-index-first.mp4", "poster", upright=[640, 360])
+
 (OUT / "manifest.json").write_text(json.dumps(cases, indent=1))

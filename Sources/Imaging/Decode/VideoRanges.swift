@@ -8,9 +8,11 @@ public import ThumbCore
 /// unreasonably large, a picture size the header does not give) is read whole.
 public struct VideoRangePlanner: RangePlanner {
   /// Keyframes read for the poster to be chosen among: the first is always read; more, up to this
-  /// many, while they add up to no more than `keyframeShare` of the file beyond the first.
+  /// many, while those after the first add up to no more than `keyframeShare` of the file or
+  /// `keyframeBytes`, whichever is more. Three cover a fade from black or a title card.
   public var keyframes = 3
   public var keyframeShare = 0.02
+  public var keyframeBytes = 2 * 1024 * 1024
   /// A `moov` larger than this is not read by ranges (a long recording's index is a few MB).
   public var maxIndexBytes = 64 * 1024 * 1024
 
@@ -52,7 +54,10 @@ public struct VideoRangePlanner: RangePlanner {
     var wanted = [first]
     var extra = 0
     for place in places.dropFirst() where wanted.count < keyframes {
-      guard Double(extra + place.count) <= keyframeShare * Double(held.total) else { break }
+      guard Double(extra + place.count) <= max(keyframeShare * Double(held.total), Double(keyframeBytes))
+      else {
+        break
+      }
       extra += place.count
       wanted.append(place)
     }

@@ -92,7 +92,31 @@ struct S3SourceTests {
     #expect(row[3] == "blocked_source" && row[4]?.contains("--source-buckets is not set") == true, "\(row)")
   }
 
-  /// Credentials that stop working after the start (a revoked policy, a rotated key): every job of the
+  /// A video in a private bucket is read by signed ranged GETs: its head, the boxes to its index, the
+  /// index and its first keyframes, never the whole object.
+  @Test(.enabled(if: VideoMatrix.isAvailable, Comment(rawValue: VideoMatrix.skipReason)))
+  func aPrivateVideoIsReadByRangedGets() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    let proxy = try S3FaultProxy(upstream: server.endpoint)
+    let video = try VideoMatrix.bytes("long-index-at-end.mp4")
+    let key = "\(folder)/IMG_0042.MOV"
+    try server.put(video, key: key, bucket: bucket)
+    try sql(database, "SELECT thumbs.enqueue($1)", ["s3://\(bucket)/\(key)"])
+    let totals = try await drainQueue(databaseURL: database, storage: fixture.storage) { config in
+      config.sourceBuckets = [bucket]
+      config.s3Endpoint = proxy.endpoint
+      config.s3PathStyle = true
+      config.s3Credentials = server.credentials
+    }
+    #expect(totals.succeeded == 1, "\(seen(database))")
+    #expect(try sql(database, "SELECT count(*) FROM thumbs.variants").rows == [["4"]])
+    let gets = try proxy.requests("GET", "IMG_0042.MOV")
+    #expect(
+      gets.count >= 3 && gets.allSatisfy { $0.signed && $0.headers["range"]?.hasPrefix("bytes=") == true },
+      "\(gets.map { $0.headers["range"] ?? "whole" })")
+  }
+
   /// bucket is deferred, loudly, its attempt not used; once the bucket answers again they succeed. A
   /// refusal of one object while the bucket answers is that job's own failure.
   @Test func aRefusalOfTheCredentialsDefersAndARefusalOfOneObjectFails() async throws {

@@ -169,11 +169,12 @@ extension TestOrigin {
     try await count(at: "/_connections")
   }
 
-  private func count(at path: String) async throws -> Int {
+  /// A number the origin's control endpoint at `path` answers, under `key`.
+  func count(at path: String, key: String = "count") async throws -> Int {
     let fetcher = Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"))
     let body = try await fetcher.fetch(url(path)).bytes
     let json = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
-    return json?["count"] as? Int ?? -1
+    return json?[key] as? Int ?? -1
   }
 }
 

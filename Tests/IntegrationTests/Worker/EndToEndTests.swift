@@ -201,6 +201,38 @@ struct EndToEndTests {
   .serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)),
   .enabled(if: VideoMatrix.isAvailable, Comment(rawValue: VideoMatrix.skipReason)))
 struct VideoJobTests {
+  /// A long video (its name says .mp4) is read by ranges, the index at its end or at its start: the
+  /// head, the boxes to the index, the index and the first keyframes, a few percent of its bytes. An
+  /// origin that answers ranges with the whole file (200) gets one whole download, which renders too.
+  @Test func aLongVideoIsReadByRangesAndAnOriginWithoutRangesWhole() async throws {
+    let database = try TestDatabase.create()
+    let storage = try makeTemporaryDirectory()
+    let folder = try #require(VideoMatrix.folder)
+    let origin = try TestOrigin(root: folder)
+    let paths = [
+      "/files/long-index-at-end.mp4", "/files/long-index-first.mp4", "/norange/long-index-at-end.mp4",
+    ]
+    for path in paths { try sql(database, "SELECT thumbs.enqueue($1)", [origin.url(path)]) }
+    let totals = try await drainQueue(databaseURL: database, storage: storage)
+    #expect(totals.succeeded == 3)
+    #expect(try sql(database, "SELECT count(*)::text FROM thumbs.variants").rows == [["12"]])
+    let size = try VideoMatrix.bytes("long-index-at-end.mp4").count
+    for path in paths {
+      let sent = try await origin.count(at: "/_bytes" + path, key: "bytes")
+      let requests = try await origin.requestCount(path)
+      if path.hasPrefix("/norange/") {
+        #expect(sent == size && requests == 1, "\(path): \(sent) bytes in \(requests) requests")
+      } else {
+        #expect(
+          sent <= RangedReading.headBytes + size / 20 && requests >= 2,
+          "\(path): \(sent) of \(size) bytes in \(requests) requests")
+      }
+    }
+    // Read by ranges or whole, the same poster.
+    let hashes = try sql(database, "SELECT DISTINCT thumbhash FROM thumbs.jobs").rows
+    #expect(hashes.count == 1, "\(hashes)")
+  }
+
   @Test func videosBecomeFourVariantsAndAudioFailsForGood() async throws {
     let database = try TestDatabase.create()
     let storage = try makeTemporaryDirectory()
