@@ -405,6 +405,23 @@ int thumbd_video_next_keyframe(thumbd_video *v, double until, int skip_loop_filt
   return 0;
 }
 
+void thumbd_video_skip_to(thumbd_video *v, double seconds) {
+  AVStream *stream = v->format->streams[v->stream];
+  double start = stream_start(stream);
+  if (v->index_read) {
+    int count = avformat_index_get_entries_count(stream);
+    for (int i = v->next_entry; i < count; i++) {
+      const AVIndexEntry *entry = avformat_index_get_entry(stream, i);
+      if (!entry || !(entry->flags & AVINDEX_KEYFRAME)) continue;
+      if (entry->timestamp * av_q2d(stream->time_base) - start > seconds) break;
+      if (bytes_at(v, entry->pos, entry->size)) v->next_entry = i;
+    }
+    return;
+  }
+  int64_t target = (int64_t)((seconds + start) / av_q2d(stream->time_base));
+  av_seek_frame(v->format, v->stream, target, AVSEEK_FLAG_BACKWARD);
+}
+
 void thumbd_video_close(thumbd_video *v) {
   if (!v) return;
   av_frame_free(&v->frame);

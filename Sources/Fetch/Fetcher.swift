@@ -147,6 +147,40 @@ public struct Fetcher: Sendable {
     }
   }
 
+  /// A video read by ranges, with the keyframe for a poster at `seconds` read too when it is not held
+  /// (a profile's poster time; the first read took the first keyframes only). Anything else as it is.
+  public func addingPoster(
+    at seconds: Double, to original: FetchedOriginal, url: String
+  ) async throws(JobError)
+    -> FetchedOriginal
+  {
+    guard let rangePlanner, RangedOriginal.isPacked(original.bytes),
+      var held = RangedOriginal(packed: original.bytes)
+    else { return original }
+    let wanted = rangePlanner.ranges(at: seconds, after: held)
+    guard !wanted.isEmpty else { return original }
+    let signed = try signedGet(url)
+    for range in wanted {
+      guard held.bytesHeld + range.count <= limits.maxBytes else {
+        throw JobError(
+          .tooLarge, "the parts of the video a poster needs are over the limit of \(limits.maxBytes) bytes")
+      }
+      let answer = try await get(url, signed: signed, validators: nil, range: range)
+      guard case .downloaded(let part) = answer.result, let got = answer.partial, got.total == held.total,
+        got.range.lowerBound == range.lowerBound
+      else {
+        throw JobError(
+          .fetchFailed,
+          "\(SourceURL.shown(url)) answered bytes \(range.lowerBound)-\(range.upperBound - 1) with other bytes (did it change while read?)"
+        )
+      }
+      held.add(part.bytes, at: range.lowerBound)
+    }
+    var topped = original
+    topped.bytes = held.packed
+    return topped
+  }
+
   /// One GET (of `range`, when given), retrying transient failures within `limits.totalTimeout`: what it
   /// came to, and a 206's range and the object's size.
   private func get(

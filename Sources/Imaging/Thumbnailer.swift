@@ -86,13 +86,15 @@ public struct Thumbnailer: Sendable {
   ///
   /// `economical`: decode smaller, keeping only the pixels the largest variant needs rather than twice
   /// that (RenderPlanner.economicalMargin): the cheaper route when the usual decode exceeds the memory
-  /// budget.
+  /// budget. `posterAt`: a video's poster is its keyframe at or before this many seconds (a profile's
+  /// `poster.at`), not the first worth showing.
   public func render(
-    _ data: [UInt8], variants: [VariantSpec], economical: Bool = false
+    _ data: [UInt8], variants: [VariantSpec], economical: Bool = false, posterAt: Double? = nil
   ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
     var timings = StageTimes(decode: 0, resize: 0, encode: 0)
     var mark = ContinuousClock.now
     let decoder = try SourceDecoders.make(data, maxPixels: maxPixels)
+    (decoder as? VideoSource)?.posterAt = posterAt
     let header = decoder.header
     let upright = header.uprightSize
     // The ThumbHash is one more (tiny) variant of the cascade; its result is hashed, not encoded.

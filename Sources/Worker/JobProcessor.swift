@@ -73,7 +73,8 @@ public struct JobProcessor: Sendable {
       // Only a job alone in its group may take an earlier job's variants instead of rendering.
       let reuse = alone ? reuse.map { reuse in (reuse, job.profileSpec) } : nil
       while true {
-        switch try await render(job.sourceURL, specs, reusing: reuse, life: life) {
+        switch try await render(job.sourceURL, specs, posterAt: profile.posterAt, reusing: reuse, life: life)
+        {
         case .rendered(let rendered): return .rendered(rendered)
         case .reused(let result): return .reused(result)
         case .abandoned: return nil
@@ -167,13 +168,18 @@ public struct JobProcessor: Sendable {
   /// With `reusing`, first looks for an earlier job with the same render key (the original's SHA-256
   /// with the job's profile spec), and takes its variants instead when there is one.
   private func render(
-    _ url: String, _ variants: [VariantSpec], reusing: (RenderReuse, String)? = nil, life: JobLife
+    _ url: String, _ variants: [VariantSpec], posterAt: Double?, reusing: (RenderReuse, String)? = nil,
+    life: JobLife
   ) async throws(JobError) -> RenderOutcome {
     life.enter(.fetching)
     let fetching = ContinuousClock.now
-    let (original, delivery) = try await originals.original(for: url)
+    var (original, delivery) = try await originals.original(for: url)
     if delivery == .downloaded || delivery == .revalidated {
       await originalsLog?.record(url, original, delivery)
+    }
+    // A video read by ranges holds its first keyframes: a profile's poster time may need another.
+    if let posterAt {
+      original = try await originals.fetcher.addingPoster(at: posterAt, to: original, url: url)
     }
     let fetchSeconds = fetching.duration(to: .now).inSeconds
     metrics?.stage(.fetch, seconds: fetchSeconds)
@@ -229,7 +235,8 @@ public struct JobProcessor: Sendable {
     let route = economical
     let hash = sourceHash
     let rendered = try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
-      let (info, made) = try thumbnailer.render(bytes, variants: variants, economical: route)
+      let (info, made) = try thumbnailer.render(
+        bytes, variants: variants, economical: route, posterAt: posterAt)
       return (info, made, hash, fetchSeconds)
     }
     if let metrics {

@@ -57,7 +57,13 @@ final class SharedRenders: Sendable {
         return try await variants(for: job, own: own, role: .alone(job), life: life, render: render)
       }
       return .rendered(Self.pick(try published.result.get(), union: published.union, member: member))
-    case .lead(let members, let share):
+    case .lead(let grouped, let share):
+      // Only members that want the same poster (a video's) share the decode; the others, not in the
+      // published list, render alone.
+      let posterAt = (try? ProfileSpec.parse(job))?.posterAt
+      let members = grouped.filter {
+        JobLease($0) == JobLease(job) || (try? ProfileSpec.parse($0))?.posterAt == posterAt
+      }
       let union = VariantUnion(
         members.map { member in
           JobLease(member) == JobLease(job) ? own : (try? ProfileSpec.parse(member).variants) ?? []

@@ -177,4 +177,31 @@ struct VideoRangeTests {
       Issue.record("\(clip.name): whole \(whole), by ranges \(ranged)")
     }
   }
+
+  /// A profile's poster time: the keyframe at or before it, whether or not it is worth showing, and read
+  /// by ranges the reading adds that keyframe.
+  @Test func aPosterTimeTakesTheKeyframeAtOrBeforeIt() throws {
+    let black = try VideoMatrix.bytes("h264-black-start.mp4")
+    let atStart = try Thumbnailer().render(black, variants: Profile.default.variants, posterAt: 0)
+    #expect(atStart.0.reduction.hasPrefix("keyframe at 0 ms"), "\(atStart.0.reduction)")
+    let later = try Thumbnailer().render(black, variants: Profile.default.variants, posterAt: 3.5)
+    #expect(later.0.reduction.hasPrefix("keyframe at 3000 ms"), "\(later.0.reduction)")
+    let past = try Thumbnailer().render(black, variants: Profile.default.variants, posterAt: 3600)
+    #expect(past.0.reduction.hasPrefix("keyframe at 4000 ms"), "the last keyframe: \(past.0.reduction)")
+
+    let long = try VideoMatrix.bytes("long-index-at-end.mp4")
+    guard case .done(var held) = try Self.ranged(long, head: RangedReading.headBytes) else {
+      Issue.record("not read by ranges")
+      return
+    }
+    let planner = VideoRangePlanner()
+    let wanted = planner.ranges(at: 15.5, after: held)
+    #expect(wanted.count == 1)
+    for range in wanted { held.add(Array(long[range]), at: range.lowerBound) }
+    #expect(planner.ranges(at: 15.5, after: held).isEmpty)
+    let ranged = try Thumbnailer().render(held.packed, variants: Profile.default.variants, posterAt: 15.5)
+    let whole = try Thumbnailer().render(long, variants: Profile.default.variants, posterAt: 15.5)
+    #expect(ranged.0.reduction.hasPrefix("keyframe at 15000 ms"), "\(ranged.0.reduction)")
+    #expect(ranged.0.thumbHash == whole.0.thumbHash)
+  }
 }

@@ -78,6 +78,18 @@ import Testing
     #expect(ProfileSpec.problems(in: Data(profileSpecCases[0].utf8)) == [])
   }
 
+  @Test func aProfileMayChooseAVideosPosterTime() throws {
+    let json = #"{"poster": {"at": 2.5}, "variants": [{"name": "a", "width": 5, "height": 5}]}"#
+    #expect(try ProfileSpec.parse(name: "p", json: Data(json.utf8)).posterAt == 2.5)
+    let none = #"{"poster": null, "variants": [{"name": "a", "width": 5, "height": 5}]}"#
+    #expect(try ProfileSpec.parse(name: "p", json: Data(none.utf8)).posterAt == nil)
+    let wrong = #"{"poster": {"at": -1}, "variants": [{"name": "a", "width": 5, "height": 5}]}"#
+    #expect(
+      ProfileSpec.problems(in: Data(wrong.utf8)) == [
+        #""poster" must be {"at": SECONDS}, SECONDS a number from 0 to 86400"#
+      ])
+  }
+
   @Test func wholeNumbersAreIntegersHoweverWrittenAndNullIsTheDefault() throws {
     let json = #"{"variants": [{"name": "a", "width": 5.0, "height": 5e1, "quality": null, "crop": null}]}"#
     let profile = try ProfileSpec.parse(name: "p", json: Data(json.utf8))

@@ -35,10 +35,12 @@ struct RangedOriginalTests {
     func next(after held: RangedOriginal) -> [Range<Int>]? {
       held.holds(0..<30) ? [] : [held.bytesHeld..<(held.bytesHeld + 10)]
     }
+    func ranges(at seconds: Double, after held: RangedOriginal) -> [Range<Int>] { [] }
   }
 
   struct Never: RangePlanner {
     func next(after held: RangedOriginal) -> [Range<Int>]? { nil }
+    func ranges(at seconds: Double, after held: RangedOriginal) -> [Range<Int>] { [] }
   }
 
   @Test func theReadingAsksRoundByRoundThenServesOrGivesUp() throws {

@@ -64,6 +64,10 @@ int thumbd_video_keyframes(thumbd_video *video, double until, int64_t *offsets, 
 int thumbd_video_next_keyframe(thumbd_video *video, double until, int skip_loop_filters, int64_t deadline_ms,
                                thumbd_video_frame *frame, char *message, size_t message_size);
 
+// Moves to the last keyframe at or before `seconds` (with an index: the last one whose bytes are held),
+// so that the next thumbd_video_next_keyframe decodes it; without an index, seeks the demuxer there.
+void thumbd_video_skip_to(thumbd_video *video, double seconds);
+
 void thumbd_video_close(thumbd_video *video);
 
 #endif

@@ -64,6 +64,11 @@ public struct VideoRangePlanner: RangePlanner {
     return wanted.filter { !held.holds($0) }
   }
 
+  public func ranges(at seconds: Double, after held: RangedOriginal) -> [Range<Int>] {
+    guard let last = Self.keyframes(in: held, until: seconds)?.last, !held.holds(last) else { return [] }
+    return [last]
+  }
+
   /// Where the index puts the keyframes up to `until` seconds, or nil when the container cannot be
   /// opened or has no index to read.
   static func keyframes(in held: RangedOriginal, until: Double) -> [Range<Int>]? {
@@ -83,7 +88,7 @@ public struct VideoRangePlanner: RangePlanner {
           == 0
       else { return nil }
       defer { thumbd_video_close(handle) }
-      let max = 64
+      let max = until.isFinite && until > PosterChoice().window ? 100_000 : 64
       var offsets = [Int64](repeating: 0, count: max)
       var lengths = [Int64](repeating: 0, count: max)
       var times = [Double](repeating: 0, count: max)

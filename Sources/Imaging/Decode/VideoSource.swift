@@ -18,6 +18,8 @@ final class VideoSource: SourceDecoder {
   private let info: thumbd_video_info
   /// How long looking for the poster may take before the job fails.
   private let budget: Duration
+  /// The profile's poster time: the keyframe at or before it is the poster (nil: PosterChoice's).
+  var posterAt: Double?
   /// What the poster's frame said, once decoded: its bits per sample and transfer characteristics (the
   /// container's parameters may not have them).
   private var posterBits = 0
@@ -165,9 +167,12 @@ final class VideoSource: SourceDecoder {
     var frame = thumbd_video_frame()
     var message = [CChar](repeating: 0, count: 256)
     var lastError: JobError?
+    // With a poster time: the keyframe at or before it (the first when none is), nothing judged.
+    if let posterAt { thumbd_video_skip_to(video, posterAt) }
     look: while true {
+      let until = posterAt.map { best == nil ? .infinity : $0 } ?? choice.window
       let status = thumbd_video_next_keyframe(
-        video, choice.window, skipLoopFilters ? 1 : 0, deadline, &frame, &message, message.count)
+        video, until, skipLoopFilters ? 1 : 0, deadline, &frame, &message, message.count)
       if status == 0 { break }
       if status < 0 {
         let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -176,6 +181,11 @@ final class VideoSource: SourceDecoder {
         break
       }
       let look = Self.look(at: frame)
+      if let posterAt {
+        best = (look, try picture(of: frame, halveHDR: halveHDR))
+        if look.time < 0 || look.time >= posterAt - 0.001 { break look }
+        continue
+      }
       switch choice.verdict(on: look, bestSoFar: best?.look) {
       case .take:
         best = (look, try picture(of: frame, halveHDR: halveHDR))

@@ -76,12 +76,19 @@ BEGIN
   IF jsonb_typeof(spec) <> 'object' THEN
     RETURN ARRAY['spec must be a JSON object'];
   END IF;
-  SELECT min(k COLLATE "C") INTO unknown FROM jsonb_object_keys(spec) AS k WHERE k <> 'variants';
+  SELECT min(k COLLATE "C") INTO unknown FROM jsonb_object_keys(spec) AS k WHERE k NOT IN ('poster', 'variants');
   IF unknown IS NOT NULL THEN
-    RETURN ARRAY[format('unknown key "%s" (known: variants)', unknown)];
+    RETURN ARRAY[format('unknown key "%s" (known: poster, variants)', unknown)];
   END IF;
   IF jsonb_typeof(spec -> 'variants') IS DISTINCT FROM 'array' OR jsonb_array_length(spec -> 'variants') = 0 THEN
     RETURN ARRAY['spec needs a non-empty "variants" array'];
+  END IF;
+  IF coalesce(jsonb_typeof(spec -> 'poster'), 'null') <> 'null'
+     AND NOT coalesce(jsonb_typeof(spec -> 'poster') = 'object'
+                       AND (SELECT array_agg(k) FROM jsonb_object_keys(spec -> 'poster') AS k) = ARRAY['at']
+                       AND jsonb_typeof(spec -> 'poster' -> 'at') = 'number'
+                       AND (spec -> 'poster' ->> 'at')::numeric BETWEEN 0 AND 86400, false) THEN
+    RETURN ARRAY['"poster" must be {"at": SECONDS}, SECONDS a number from 0 to 86400'];
   END IF;
   FOR item IN SELECT e FROM jsonb_array_elements(spec -> 'variants') AS e LOOP
     n := n + 1;

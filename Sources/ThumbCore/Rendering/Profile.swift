@@ -104,10 +104,14 @@ public struct VariantSpec: Sendable, Hashable, Codable {
 public struct Profile: Sendable, Hashable {
   public var name: String
   public var variants: [VariantSpec]
+  /// A video's poster: the keyframe at or before this many seconds (nil: the first worth showing,
+  /// PosterChoice).
+  public var posterAt: Double?
 
-  public init(name: String, variants: [VariantSpec]) {
+  public init(name: String, variants: [VariantSpec], posterAt: Double? = nil) {
     self.name = name
     self.variants = variants
+    self.posterAt = posterAt
   }
 
   /// The `default` profile of CONTRACT.md; migrations seed the same spec into the database.

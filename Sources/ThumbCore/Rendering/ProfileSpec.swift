@@ -5,7 +5,8 @@ public import Foundation
 /// "quality": 82}, ...]}`. `fit` (inside, cover, fill) defaults to `inside`, `format` (jpeg, webp, png,
 /// avif, auto) to `jpeg`, `quality` to 82, `subsampling` ("4:2:0" or "4:4:4", JPEG only) to "4:2:0",
 /// `progressive` (JPEG only) to false, `speed` (0-9, AVIF only) to 8, `crop` (centre, attention, entropy;
-/// `fit: cover` only) to centre. A `null` value is the default.
+/// `fit: cover` only) to centre. A `null` value is the default. `"poster": {"at": SECONDS}` (0 to 86400)
+/// makes a video's poster the keyframe at or before that time instead of the first worth showing.
 ///
 /// Unknown keys are refused, so a misspelt option is not ignored. Every problem is reported with the
 /// variant and field it concerns, since operators write these by hand: at most one per variant (the
@@ -21,14 +22,15 @@ public enum ProfileSpec {
     public var description: String { "profile '\(profile)' is invalid: \(reason)" }
   }
 
-  static let specKeys: Set<String> = ["variants"]
+  static let specKeys: Set<String> = ["poster", "variants"]
+  static let maxPosterSeconds = 86_400.0
   static let variantKeys: Set<String> = [
     "name", "width", "height", "fit", "format", "quality", "subsampling", "progressive", "speed", "crop",
   ]
 
   public static func parse(name: String, json: Data) throws(Invalid) -> Profile {
     switch read(json) {
-    case .success(let variants): return Profile(name: name, variants: variants)
+    case .success(let spec): return Profile(name: name, variants: spec.variants, posterAt: spec.posterAt)
     case .failure(let problems):
       throw Invalid(profile: name, reason: problems.list.joined(separator: "; "))
     }
@@ -44,7 +46,7 @@ public enum ProfileSpec {
 
   struct Problems: Error { var list: [String] }
 
-  static func read(_ json: Data) -> Result<[VariantSpec], Problems> {
+  static func read(_ json: Data) -> Result<(variants: [VariantSpec], posterAt: Double?), Problems> {
     guard let spec = try? JSONDecoder().decode(SpecValue.self, from: json) else {
       return .failure(Problems(list: ["spec is not JSON"]))
     }
@@ -57,6 +59,18 @@ public enum ProfileSpec {
     guard case .array(let items)? = fields["variants"], !items.isEmpty else {
       return .failure(Problems(list: ["spec needs a non-empty \"variants\" array"]))
     }
+    var posterAt: Double?
+    switch fields["poster"] {
+    case nil, .null?: break
+    case .object(let poster)?
+    where poster.keys.sorted() == ["at"] && poster["at"].flatMap(posterSeconds) != nil:
+      posterAt = poster["at"].flatMap(posterSeconds)
+    default:
+      return .failure(
+        Problems(list: [
+          "\"poster\" must be {\"at\": SECONDS}, SECONDS a number from 0 to \(Int(maxPosterSeconds))"
+        ]))
+    }
     var problems: [String] = []
     var seen = Set<String>()
     var variants: [VariantSpec] = []
@@ -66,7 +80,7 @@ public enum ProfileSpec {
       case .failure(let problem): problems.append(problem.list[0])
       }
     }
-    return problems.isEmpty ? .success(variants) : .failure(Problems(list: problems))
+    return problems.isEmpty ? .success((variants, posterAt)) : .failure(Problems(list: problems))
   }
 
   private static func variant(
@@ -129,6 +143,12 @@ public enum ProfileSpec {
       VariantSpec(
         name: name, width: width, height: height, fit: fit, format: format, quality: quality,
         subsampling: subsampling, progressive: progressive, crop: crop, speed: speed))
+  }
+
+  /// A poster time: a number from 0 to `maxPosterSeconds`.
+  private static func posterSeconds(_ value: SpecValue) -> Double? {
+    guard case .number(let seconds) = value, seconds >= 0, seconds <= maxPosterSeconds else { return nil }
+    return seconds
   }
 
   static func isValidName(_ name: String) -> Bool {

@@ -165,6 +165,10 @@ public protocol RangePlanner: Sendable {
   /// The ranges to read next (empty: what is held serves), or nil when the original must be read whole
   /// (not a format read by ranges, or an index that cannot be found).
   func next(after held: RangedOriginal) -> [Range<Int>]?
+
+  /// What to read more for a poster at `seconds` (a profile's poster time): the keyframe at or before
+  /// it, when not held; empty when nothing is needed or known.
+  func ranges(at seconds: Double, after held: RangedOriginal) -> [Range<Int>]
 }
 
 /// Reading a ranged original, as decisions: the head first (`headBytes`), then round by round what the

@@ -201,6 +201,30 @@ struct EndToEndTests {
   .serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)),
   .enabled(if: VideoMatrix.isAvailable, Comment(rawValue: VideoMatrix.skipReason)))
 struct VideoJobTests {
+  /// A profile with a poster time gets the keyframe at or before it; the default profile of the same
+  /// video its first keyframe worth showing. Read by ranges once, plus that one keyframe.
+  @Test func aProfilesPosterTimeChoosesTheKeyframe() async throws {
+    let database = try TestDatabase.create()
+    let storage = try makeTemporaryDirectory()
+    let origin = try TestOrigin(root: try #require(VideoMatrix.folder))
+    try sql(
+      database,
+      "INSERT INTO thumbs.profiles (name, spec) SELECT 'late', jsonb_set(spec, '{poster}', '{\"at\": 12.5}')"
+        + " FROM thumbs.profiles WHERE name = 'default'")
+    let url = origin.url("/files/long-index-at-end.mp4")
+    try sql(database, "SELECT thumbs.enqueue($1)", [url])
+    try sql(database, "SELECT thumbs.enqueue($1, 'late')", [url])
+    let totals = try await drainQueue(databaseURL: database, storage: storage)
+    #expect(totals.succeeded == 2)
+    let hashes = try sql(database, "SELECT profile, thumbhash FROM thumbs.jobs ORDER BY id").rows
+    #expect(hashes.count == 2 && hashes[0][1] != hashes[1][1], "two posters: \(hashes)")
+    let whole = try VideoMatrix.bytes("long-index-at-end.mp4")
+    let late = try Thumbnailer().render(whole, variants: Profile.default.variants, posterAt: 12.5)
+    #expect(hashes[1][1] == late.0.thumbHash, "the keyframe at 12 s")
+    let sent = try await origin.count(at: "/_bytes/files/long-index-at-end.mp4", key: "bytes")
+    #expect(sent <= RangedReading.headBytes + whole.count / 20, "\(sent) of \(whole.count) bytes")
+  }
+
   /// A long video (its name says .mp4) is read by ranges, the index at its end or at its start: the
   /// head, the boxes to the index, the index and the first keyframes, a few percent of its bytes. An
   /// origin that answers ranges with the whole file (200) gets one whole download, which renders too.
