@@ -17,6 +17,9 @@ struct VideoHDRTests {
     let sdr = try decodeAny(try HDRClips.bytes(HDRClips.sdrFrame))
     let (info, variants) = try Thumbnailer().render(try HDRClips.bytes(clip.name), variants: Self.full)
     #expect(info.reduction.contains("\(clip.transfer) tone-mapped"), "\(info.reduction)")
+    #expect(
+      info.media?.dynamicRange == clip.transfer && info.media?.bitDepth == 10,
+      "\(String(describing: info.media))")
     let poster = try decodeAny(variants[0].data)
     try #require(poster.size == sdr.size)
     let mad = poster.meanAbsoluteDifference(to: sdr)

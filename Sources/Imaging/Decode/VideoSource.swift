@@ -21,7 +21,7 @@ final class VideoSource: SourceDecoder {
   /// The profile's poster time: the keyframe at or before it is the poster (nil: PosterChoice's).
   var posterAt: Double?
   /// What the poster's frame said, once decoded: its bits per sample and transfer characteristics (the
-  /// container's parameters may not have them).
+  /// container's parameters may not have them; an HEVC stream's preferred-transfer SEI overrides them).
   private var posterBits = 0
   private var posterTransfer = 0
 
@@ -110,7 +110,7 @@ final class VideoSource: SourceDecoder {
       durationSeconds: facts.duration.map { ($0 * 1000).rounded() / 1000 }, width: header.uprightSize.width,
       height: header.uprightSize.height, codec: facts.codec, container: facts.container,
       bitDepth: posterBits > 0 ? posterBits : facts.bitDepth > 0 ? facts.bitDepth : nil,
-      dynamicRange: Self.dynamicRange(transfer: facts.transfer > 2 ? facts.transfer : posterTransfer))
+      dynamicRange: Self.dynamicRange(transfer: posterTransfer > 2 ? posterTransfer : facts.transfer))
   }
 
   /// H.273 transfer characteristics: 16 is PQ (SMPTE ST 2084), 18 is HLG (ARIB STD-B67).
@@ -196,8 +196,6 @@ final class VideoSource: SourceDecoder {
         continue
       }
     }
-    posterBits = Int(frame.bits)
-    posterTransfer = Int(frame.color_trc)
     guard var chosen = best else {
       throw lastError ?? JobError(.corruptImage, "no frame of the video decodes")
     }
@@ -257,6 +255,8 @@ final class VideoSource: SourceDecoder {
   /// transfer, else the container's) tone-mapped to RGB, any other as its 8-bit planes.
   private func picture(of frame: thumbd_video_frame, halveHDR: Bool) throws(JobError) -> PlanarImage {
     let transfer = frame.color_trc != 2 ? Int(frame.color_trc) : Int(info.color_trc)
+    posterBits = Int(frame.bits)
+    posterTransfer = transfer
     guard let signal = ToneMap.Signal(h273: transfer), frame.bits > 8, frame.gray == 0,
       let luma = frame.data.0, let cb = frame.data.1, let cr = frame.data.2
     else { return try Self.planes(of: frame) }
