@@ -109,6 +109,9 @@ int thumbd_video_open(const thumbd_video_part *parts, int part_count, int64_t to
                       thumbd_video_info *info, char *message, size_t message_size) {
   *video = NULL;
   memset(info, 0, sizeof *info);
+  // libav* would print what it finds wrong with hostile files to the worker's stderr, around its
+  // structured log: the job's error says what matters.
+  av_log_set_level(AV_LOG_QUIET);
   struct thumbd_video *v = calloc(1, sizeof *v);
   if (!v) return -4;
   v->parts = part_count > 0 ? calloc((size_t)part_count, sizeof *parts) : NULL;
