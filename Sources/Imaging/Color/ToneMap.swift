@@ -267,6 +267,42 @@ extension ToneMap {
   }
 }
 
+extension ToneMap {
+  /// Deep interleaved R'G'B' (or R'G'B'A) samples of `bits` bits in 16-bit little-endian words, as
+  /// libheif gives an HDR picture, to RGB (or RGBA, colour premultiplied by alpha) planes.
+  func rgb(interleaved base: UnsafeRawPointer, stride: Int, size: PixelSize, bits: Int, alpha: Bool) -> PlanarImage {
+    let channels = alpha ? 4 : 3
+    var planes = (0..<channels).map { _ in Plane(width: size.width, height: size.height, zeroed: false) }
+    let scale = 1 / Float((1 << bits) - 1)
+    let alphaScale = 255 / Float((1 << bits) - 1)
+    withMutablePlanePointers(&planes) { pointers in
+      for y in 0..<size.height {
+        let row = base + y * stride
+        for x in 0..<size.width {
+          let at = x * channels * 2
+          func sample(_ c: Int) -> Float {
+            Float(UInt16(littleEndian: row.loadUnaligned(fromByteOffset: at + c * 2, as: UInt16.self)))
+          }
+          var (r, g, b) = map(sample(0) * scale, sample(1) * scale, sample(2) * scale)
+          let i = y * size.width + x
+          if alpha {
+            let a = min(255, (sample(3) * alphaScale).rounded())
+            pointers[3][i] = UInt8(a)
+            (r, g, b) = (
+              UInt8((Float(r) * a / 255).rounded()), UInt8((Float(g) * a / 255).rounded()),
+              UInt8((Float(b) * a / 255).rounded())
+            )
+          }
+          pointers[0][i] = r
+          pointers[1][i] = g
+          pointers[2][i] = b
+        }
+      }
+    }
+    return PlanarImage(model: alpha ? .rgba : .rgb, planes: planes)
+  }
+}
+
 /// Where deep (16-bit word) Y'CbCr planes are, for ToneMap.
 struct YCbCrPlanes16 {
   var luma: UnsafeRawPointer

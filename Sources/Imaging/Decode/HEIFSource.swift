@@ -25,6 +25,8 @@ final class HEIFSource: SourceDecoder {
   var usesTiles: Bool { tiled != nil }
   /// Why an HEVC picture goes through libheif rather than thumbd's own route (said in --verbose).
   private(set) var libheifReason: String?
+  /// An HDR picture (PQ or HLG by its nclx box, else its HEVC stream): decoded deep and tone-mapped.
+  let hdr: (signal: ToneMap.Signal, primaries: ColorPrimaries)?
 
   /// libheif sets up its codec and colour-conversion tables on first use; done once, up front, because
   /// doing it lazily from several threads at once has crashed (libheif issues 950, 957).
@@ -82,7 +84,12 @@ final class HEIFSource: SourceDecoder {
     codedSize = PixelSize(width: max(coded.width, size.width), height: max(coded.height, size.height))
     let hasAlpha = heif_image_handle_has_alpha_channel(handle) != 0
     let item = Self.hevcItem(data, context: context)
+    hdr = Self.hdr(of: handle, stream: item?.signal)
     switch item.map(HEVCTiles.route(of:)) {
+    case _? where hdr != nil:
+      // The own route gives 8-bit planes: an HDR picture needs its deep samples.
+      tiled = nil
+      libheifReason = "HDR"
     case .own(let coding)? where tiles && !hasAlpha:
       if let item, item.displayedSize == size {
         tiled = (item, coding)
@@ -151,9 +158,92 @@ final class HEIFSource: SourceDecoder {
     }
     defer { for c in candidates { heif_image_handle_release(c.handle) } }
 
+    let reduction = (thumbnail != nil ? "thumbnail \(chosenSize(chosen))" : "1/1") + via
+    if let hdr {
+      let (image, signal) = try Self.decodeHDR(chosen, codedSize: codedSize, hdr: hdr)
+      return DecodedSource(image: image, reduction: reduction + ", \(signal) tone-mapped", color: .unspecified)
+    }
     let image = try Self.decodePlanes(chosen, codedSize: codedSize)
-    return DecodedSource(
-      image: image, reduction: (thumbnail != nil ? "thumbnail \(image.size)" : "1/1") + via)
+    return DecodedSource(image: image, reduction: reduction)
+  }
+
+  private func chosenSize(_ handle: OpaquePointer) -> PixelSize {
+    PixelSize(width: Int(heif_image_handle_get_width(handle)), height: Int(heif_image_handle_get_height(handle)))
+  }
+
+  /// PQ or HLG, by the nclx box, else by the HEVC stream's VUI; nil for SDR (a photo with an SDR base
+  /// and a gain map is SDR: its base is rendered).
+  private static func hdr(
+    of handle: OpaquePointer, stream: VideoSignal?
+  ) -> (signal: ToneMap.Signal, primaries: ColorPrimaries)? {
+    let type = heif_image_handle_get_color_profile_type(handle)
+    if type == heif_color_profile_type_nclx {
+      var nclx: UnsafeMutablePointer<heif_color_profile_nclx>?
+      guard heif_image_handle_get_nclx_color_profile(handle, &nclx).code == heif_error_Ok, let nclx else {
+        return nil
+      }
+      defer { heif_nclx_color_profile_free(nclx) }
+      guard let signal = ToneMap.Signal(h273: Int(nclx.pointee.transfer_characteristics.rawValue)) else {
+        return nil
+      }
+      return (signal, ColorPrimaries(h273: Int(nclx.pointee.color_primaries.rawValue)) ?? .bt2020)
+    }
+    guard type != heif_color_profile_type_prof, type != heif_color_profile_type_rICC, let stream,
+      let signal = ToneMap.Signal(h273: stream.transfer)
+    else { return nil }
+    return (signal, ColorPrimaries(h273: stream.primaries) ?? .bt2020)
+  }
+
+  /// An HDR picture decoded by libheif to deep RGB (10 or 12 bits, its matrix applied) and tone-mapped
+  /// to sRGB (ToneMap, the curve of stills), the content's peak from its light-level box when it has
+  /// one; alpha premultiplied as the planes expect.
+  static func decodeHDR(
+    _ handle: OpaquePointer, codedSize: PixelSize, hdr: (signal: ToneMap.Signal, primaries: ColorPrimaries)
+  ) throws(JobError) -> (PlanarImage, String) {
+    guard let options = heif_decoding_options_alloc() else {
+      throw JobError(.internalError, "heif_decoding_options_alloc failed")
+    }
+    defer { heif_decoding_options_free(options) }
+    options.pointee.convert_hdr_to_8bit = 0
+    thumbd_hevc_begin(HEVCTiles.codedLimit(codedSize), 0)
+    defer { thumbd_hevc_end() }
+    let alpha = heif_image_handle_has_alpha_channel(handle) != 0
+    var image: OpaquePointer?
+    let failure = heif_decode_image(
+      handle, &image, heif_colorspace_RGB,
+      alpha ? heif_chroma_interleaved_RRGGBBAA_LE : heif_chroma_interleaved_RRGGBB_LE, options)
+    if let error = jobError(failure, what: "HEIF image data") { throw error }
+    guard let image else { throw JobError(.corruptImage, "libheif returned no image") }
+    defer { heif_image_release(image) }
+    var stride: Int32 = 0
+    guard let base = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride) else {
+      throw JobError(.corruptImage, "libheif returned no pixels")
+    }
+    let bits = Int(heif_image_get_bits_per_pixel_range(image, heif_channel_interleaved))
+    var peak: Double?
+    if heif_image_has_content_light_level(image) != 0 {
+      var level = heif_content_light_level()
+      heif_image_get_content_light_level(image, &level)
+      if level.max_content_light_level > 0 { peak = Double(level.max_content_light_level) }
+    }
+    if peak == nil, heif_image_has_mastering_display_colour_volume(image) != 0 {
+      var coded = heif_mastering_display_colour_volume()
+      var decoded = heif_decoded_mastering_display_colour_volume()
+      heif_image_get_mastering_display_colour_volume(image, &coded)
+      if heif_mastering_display_colour_volume_decode(&coded, &decoded).code == heif_error_Ok,
+        decoded.max_display_mastering_luminance > 0
+      {
+        peak = decoded.max_display_mastering_luminance
+      }
+    }
+    let map = ToneMap(signal: hdr.signal, primaries: hdr.primaries, peakNits: peak, display: .sRGB)
+    let size = PixelSize(
+      width: Int(heif_image_get_width(image, heif_channel_interleaved)),
+      height: Int(heif_image_get_height(image, heif_channel_interleaved)))
+    let planes = map.rgb(
+      interleaved: UnsafeRawPointer(base), stride: Int(stride), size: size, bits: bits > 8 ? bits : 10,
+      alpha: alpha)
+    return (planes, hdr.signal == .pq ? "pq" : "hlg")
   }
 
   /// The picture of `handle` as RGB(A) planes, converted by libheif: what HEVCTiles does not decode
