@@ -41,6 +41,11 @@ test_packages=(
   # patterns ffmpeg draws.
   x265
   ffmpeg
+  # HDRStillTests make HDR HEIC, AVIF and JPEG XL stills (Tests/Support/hdr-stills.py): libheif's
+  # heif-info and heif-convert, avifenc, and libjxl's cjxl and djxl.
+  libheif-examples
+  libavif-bin
+  libjxl-tools
 )
 if ! $demo_only; then packages+=("${test_packages[@]}"); fi
 

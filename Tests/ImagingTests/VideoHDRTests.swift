@@ -100,14 +100,14 @@ struct ToneMapTests {
 
 extension PixelBuffer {
   /// Mean |a - b| over every sample, in levels (0...255).
-  fileprivate func meanAbsoluteDifference(to other: PixelBuffer) -> Double {
+  func meanAbsoluteDifference(to other: PixelBuffer) -> Double {
     precondition(pixels.count == other.pixels.count)
     let total = zip(pixels, other.pixels).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }
     return Double(total) / Double(max(1, pixels.count))
   }
 
   /// The mean spread between a pixel's largest and smallest channel: 0 for greys.
-  fileprivate var colourfulness: Double {
+  var colourfulness: Double {
     guard channels >= 3 else { return 0 }
     var total = 0
     for i in stride(from: 0, to: pixels.count, by: channels) {

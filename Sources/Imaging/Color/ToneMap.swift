@@ -270,7 +270,9 @@ extension ToneMap {
 extension ToneMap {
   /// Deep interleaved R'G'B' (or R'G'B'A) samples of `bits` bits in 16-bit little-endian words, as
   /// libheif gives an HDR picture, to RGB (or RGBA, colour premultiplied by alpha) planes.
-  func rgb(interleaved base: UnsafeRawPointer, stride: Int, size: PixelSize, bits: Int, alpha: Bool) -> PlanarImage {
+  func rgb(
+    interleaved base: UnsafeRawPointer, stride: Int, size: PixelSize, bits: Int, alpha: Bool
+  ) -> PlanarImage {
     let channels = alpha ? 4 : 3
     var planes = (0..<channels).map { _ in Plane(width: size.width, height: size.height, zeroed: false) }
     let scale = 1 / Float((1 << bits) - 1)

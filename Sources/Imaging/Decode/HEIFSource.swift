@@ -161,14 +161,16 @@ final class HEIFSource: SourceDecoder {
     let reduction = (thumbnail != nil ? "thumbnail \(chosenSize(chosen))" : "1/1") + via
     if let hdr {
       let (image, signal) = try Self.decodeHDR(chosen, codedSize: codedSize, hdr: hdr)
-      return DecodedSource(image: image, reduction: reduction + ", \(signal) tone-mapped", color: .unspecified)
+      return DecodedSource(
+        image: image, reduction: reduction + ", \(signal) tone-mapped", color: .unspecified)
     }
     let image = try Self.decodePlanes(chosen, codedSize: codedSize)
     return DecodedSource(image: image, reduction: reduction)
   }
 
   private func chosenSize(_ handle: OpaquePointer) -> PixelSize {
-    PixelSize(width: Int(heif_image_handle_get_width(handle)), height: Int(heif_image_handle_get_height(handle)))
+    PixelSize(
+      width: Int(heif_image_handle_get_width(handle)), height: Int(heif_image_handle_get_height(handle)))
   }
 
   /// PQ or HLG, by the nclx box, else by the HEVC stream's VUI; nil for SDR (a photo with an SDR base
