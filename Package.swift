@@ -52,6 +52,8 @@ let package = Package(
     .target(
       name: "CVideoDecoder", dependencies: ["CLibAVCodec"],
       linkerSettings: [.linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("avutil")]),
+    // GIF through giflib: frames composited onto the canvas as browsers do.
+    .target(name: "CGIFDecoder", linkerSettings: [.linkedLibrary("gif")]),
     // curl_easy_setopt/getinfo are variadic, which Swift cannot call: typed wrappers live here.
     .target(name: "CCurlShim", dependencies: ["CLibCurl"]),
     // mallopt (whose header Swift's Glibc module leaves out) and the CPU feature check.
@@ -69,7 +71,9 @@ let package = Package(
     .target(
       name: "Imaging",
       dependencies: [
-        "ThumbCore", "CTurboJPEG", "CLibHeif", "CHEVCDecoder", "CVideoDecoder", "CSpng", "CWebP", "CLCMS2",
+        "ThumbCore", "CTurboJPEG", "CLibHeif", "CHEVCDecoder", "CVideoDecoder", "CGIFDecoder", "CSpng",
+        "CWebP",
+        "CLCMS2",
       ],
       // Optimised in debug builds too: unoptimised SIMD code is a hundred times slower, and the tests
       // (built in debug) resample real photographs. On x86-64, compiled for AVX2 and FMA (Haswell, 2013,

@@ -101,9 +101,9 @@ echo "enqueued $shares of them again under another URL (a share: same bytes, ren
 "$bin" enqueue "$base/status/404" >/dev/null
 echo "enqueued $base/status/404 (expected to fail: not_found)"
 # And an upload that is not a photo at all, for a failure of another kind.
-printf 'GIF89a: not a format thumbd reads\n' >"$demo/originals/not-a-photo.gif"
-"$bin" enqueue "$base/files/not-a-photo.gif" >/dev/null
-echo "enqueued $base/files/not-a-photo.gif (expected to fail: unsupported_format)"
+printf '<html><body>Not found (an error page served as the upload)</body></html>\n' >"$demo/originals/not-a-photo.jpg"
+"$bin" enqueue "$base/files/not-a-photo.jpg" >/dev/null
+echo "enqueued $base/files/not-a-photo.jpg (expected to fail: unsupported_format)"
 
 # A fresh thumbnail folder each run: job ids restart with the fresh database.
 rm -rf "$demo/thumbnails"

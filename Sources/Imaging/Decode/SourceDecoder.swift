@@ -79,7 +79,8 @@ enum SourceDecoders {
     case .png: decoder = try PNGSource(data)
     case .webp: decoder = try WebPSource(data)
     case .video: decoder = try VideoSource(data, maxPixels: maxPixels)
-    case .gif, .tiff, .bmp:
+    case .gif: decoder = try GIFSource(data, maxPixels: maxPixels)
+    case .tiff, .bmp:
       throw JobError(.unsupportedFormat, "\(format.rawValue) originals are not supported")
     }
     let size = decoder.header.storedSize

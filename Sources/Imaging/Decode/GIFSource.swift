@@ -1,0 +1,107 @@
+import CGIFDecoder
+import ThumbCore
+
+/// A GIF, static or animated, through giflib: the first frame worth showing, composited onto the canvas
+/// as a browser shows it (CGIFDecoder: disposal, transparency, palettes, interlacing). A frame of an
+/// animation that leaves the canvas blank or one flat colour (a fade in, a background drawn first) is
+/// passed over for the next, up to `framesLooked`; a GIF with nothing better gives its last one looked
+/// at.
+final class GIFSource: SourceDecoder {
+  /// Frames decompressed at most looking for one worth showing: each costs at most a canvas.
+  static let framesLooked = 32
+
+  let header: SourceHeader
+  let structure: GIFStructure
+  private let bytes: OwnedBytes
+  private var gif: OpaquePointer?
+
+  init(_ data: [UInt8], maxPixels: Int) throws(JobError) {
+    guard let structure = GIFStructure.read(data) else { throw JobError(.corruptImage, "not a GIF header") }
+    let canvas = structure.canvas
+    guard canvas.width > 0, canvas.height > 0 else {
+      throw JobError(.corruptImage, "the GIF's canvas is \(canvas)")
+    }
+    guard canvas.pixels <= maxPixels else {
+      throw JobError(.tooLarge, "a \(canvas) GIF canvas is over the limit of \(maxPixels) pixels")
+    }
+    guard structure.frames > 0 else { throw JobError(.corruptImage, "the GIF has no frame") }
+    self.structure = structure
+    bytes = OwnedBytes(data)
+    var handle: OpaquePointer?
+    var (width, height): (Int32, Int32) = (0, 0)
+    var message = [CChar](repeating: 0, count: 256)
+    guard
+      thumbd_gif_open(
+        bytes.pointer.assumingMemoryBound(to: UInt8.self), bytes.count, &handle, &width, &height, &message,
+        message.count) == 0
+    else { throw JobError(.corruptImage, Self.text(message)) }
+    gif = handle
+    header = SourceHeader(
+      format: .gif, storedSize: canvas, orientation: .up, hasAlpha: structure.transparent, color: .unspecified
+    )
+  }
+
+  deinit { thumbd_gif_close(gif) }
+
+  private static func text(_ message: [CChar]) -> String {
+    String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
+    guard let gif else { throw JobError(.internalError, "the GIF was closed") }
+    let size = header.storedSize
+    var canvas = PixelBuffer(width: size.width, height: size.height, channels: 4)
+    var message = [CChar](repeating: 0, count: 256)
+    var shown = 0
+    var frame = 0
+    while frame < Self.framesLooked {
+      var delay: Int32 = 0
+      let status = canvas.pixels.withUnsafeMutableBufferPointer {
+        thumbd_gif_next_frame(gif, $0.baseAddress, &delay, &message, message.count)
+      }
+      if status == 0 { break }
+      if status < 0 {
+        // Damaged after a frame: what was composited stands, as a browser shows it.
+        if shown > 0 { break }
+        throw JobError(.corruptImage, Self.text(message))
+      }
+      frame += 1
+      shown = frame
+      if structure.frames == 1 || frame >= structure.frames || !Self.isBlank(canvas) { break }
+    }
+    guard shown > 0 else { throw JobError(.corruptImage, "no frame of the GIF decodes") }
+    var image = PlanarImage(interleaved: canvas)
+    if !header.hasAlpha { image = image.droppingAlpha() }
+    return DecodedSource(image: image, reduction: shown > 1 ? "frame \(shown)" : "1/1")
+  }
+
+  /// Nothing painted, or one colour over the whole picture: not worth a thumbnail while the animation
+  /// has more to show.
+  static func isBlank(_ canvas: PixelBuffer) -> Bool {
+    var first: (UInt8, UInt8, UInt8, UInt8)?
+    let step = max(1, canvas.width * canvas.height / 4096)
+    return canvas.pixels.withUnsafeBufferPointer { p in
+      var i = 0
+      while i < canvas.width * canvas.height {
+        let pixel = (p[i * 4], p[i * 4 + 1], p[i * 4 + 2], p[i * 4 + 3])
+        let seen = pixel.3 == 0 ? (0, 0, 0, 0) : pixel
+        if let first, first != seen { return false }
+        first = seen
+        i += step
+      }
+      return true
+    }
+  }
+}
+
+extension PlanarImage {
+  /// An opaque RGBA image as RGB (its colour planes are unchanged: premultiplied by 255).
+  func droppingAlpha() -> PlanarImage {
+    guard model == .rgba else { return self }
+    var result = self
+    result.planes.removeLast()
+    result.subsampling.removeLast()
+    result.model = .rgb
+    return result
+  }
+}

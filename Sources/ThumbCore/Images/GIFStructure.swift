@@ -1,0 +1,68 @@
+/// What a GIF declares, read from its blocks without decompressing anything: the canvas, how many frames
+/// it has, and whether anything of it can be transparent. The limits and the memory cost are decided on
+/// this before giflib allocates (a canvas declared at 65535x65535, a 10,000-frame file of a few KB).
+public struct GIFStructure: Sendable, Equatable {
+  public var canvas: PixelSize
+  /// Frames up to the trailer, or up to where the blocks stop making sense.
+  public var frames: Int
+  /// A frame has a transparent colour or is cleared once shown, or the first frame leaves part of the
+  /// canvas unpainted.
+  public var transparent: Bool
+
+  public init(canvas: PixelSize, frames: Int, transparent: Bool) {
+    self.canvas = canvas
+    self.frames = frames
+    self.transparent = transparent
+  }
+
+  /// Nil when the bytes are not a GIF's header and screen descriptor.
+  public static func read(_ bytes: [UInt8]) -> GIFStructure? {
+    guard bytes.count >= 13, bytes[0..<3].elementsEqual("GIF".utf8) else { return nil }
+    func le16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+    let canvas = PixelSize(width: le16(6), height: le16(8))
+    var result = GIFStructure(canvas: canvas, frames: 0, transparent: false)
+    var i = 13
+    if bytes[10] & 0x80 != 0 { i += 3 << (Int(bytes[10] & 7) + 1) }
+    /// Past a run of data sub-blocks (each a length byte, then that many bytes; a zero length ends it).
+    func skipSubBlocks(_ start: Int) -> Int? {
+      var at = start
+      while at < bytes.count {
+        let length = Int(bytes[at])
+        at += 1 + length
+        if length == 0 { return at }
+      }
+      return nil
+    }
+    while i < bytes.count {
+      switch bytes[i] {
+      case 0x21:
+        // An extension. A graphic control says whether the next frame has a transparent colour, and
+        // whether it is cleared once shown (disposal 2: to transparent, as browsers do).
+        guard i + 2 < bytes.count else { return result }
+        if bytes[i + 1] == 0xF9, bytes[i + 2] >= 4, i + 3 < bytes.count,
+          bytes[i + 3] & 1 != 0 || (bytes[i + 3] >> 2) & 7 == 2
+        {
+          result.transparent = true
+        }
+        guard let next = skipSubBlocks(i + 2) else { return result }
+        i = next
+      case 0x2C:  // a frame
+        guard i + 10 < bytes.count else { return result }
+        if result.frames == 0 {
+          let (left, top, width, height) = (le16(i + 1), le16(i + 3), le16(i + 5), le16(i + 7))
+          if left > 0 || top > 0 || left + width < canvas.width || top + height < canvas.height {
+            result.transparent = true
+          }
+        }
+        var at = i + 10
+        if bytes[i + 9] & 0x80 != 0 { at += 3 << (Int(bytes[i + 9] & 7) + 1) }
+        result.frames += 1
+        guard let next = skipSubBlocks(at + 1) else { return result }
+        i = next
+      default:  // the trailer (0x3B), or bytes that are no block
+        return result
+      }
+    }
+    return result
+  }
+}
