@@ -17,6 +17,8 @@ packages=(
   libavcodec-dev
   # Video originals: libavformat demuxes MP4, MOV, 3GP, Matroska and WebM from memory.
   libavformat-dev
+  # GIF originals: giflib reads their blocks and decompresses their frames.
+  libgif-dev
   libspng-dev
   libwebp-dev
   liblcms2-dev
