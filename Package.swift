@@ -41,6 +41,9 @@ let package = Package(
     .systemLibrary(name: "CLibHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
     .systemLibrary(name: "CSpng", pkgConfig: "spng", providers: [.apt(["libspng-dev"])]),
     .systemLibrary(name: "CWebP", pkgConfig: "libwebpdemux", providers: [.apt(["libwebp-dev"])]),
+    // No pkgConfig: libjxl.pc adds -DHWY_SHARED_DEFINE, a flag SwiftPM refuses; its headers are in
+    // /usr/include.
+    .systemLibrary(name: "CJXL", providers: [.apt(["libjxl-dev"])]),
     .systemLibrary(name: "CLCMS2", pkgConfig: "lcms2", providers: [.apt(["liblcms2-dev"])]),
     .systemLibrary(name: "CLibAVCodec", pkgConfig: "libavcodec", providers: [.apt(["libavcodec-dev"])]),
     // libavcodec's HEVC decoder as a libheif decoder plugin: HEIC decodes faster than with libde265.
@@ -72,8 +75,7 @@ let package = Package(
       name: "Imaging",
       dependencies: [
         "ThumbCore", "CTurboJPEG", "CLibHeif", "CHEVCDecoder", "CVideoDecoder", "CGIFDecoder", "CSpng",
-        "CWebP",
-        "CLCMS2",
+        "CWebP", "CJXL", "CLCMS2",
       ],
       // Optimised in debug builds too: unoptimised SIMD code is a hundred times slower, and the tests
       // (built in debug) resample real photographs. On x86-64, compiled for AVX2 and FMA (Haswell, 2013,

@@ -5,15 +5,14 @@ import ThumbCore
 
 @testable import Imaging
 
-/// HDR stills (PQ and HLG HEIC and AVIF, BT.2020) come out as the SDR photograph they were made from
+/// HDR stills (PQ and HLG HEIC and AVIF, PQ JPEG XL, BT.2020) come out as the SDR photograph they were made from
 /// (Tests/Support/hdr-stills.py, BT.2408's SDR white at 203 cd/m²): within 20 levels of it with at
 /// least 80% of its colour, through the tone map videos use.
 @Suite(.enabled(if: HDRStills.isAvailable, Comment(rawValue: HDRStills.skipReason)))
 struct HDRStillTests {
   static let full = [variant("full", 1200, 800, format: .png)]
 
-  // JPEG XL is not read yet.
-  @Test(arguments: HDRStills.stills.filter { $0.format != "jxl" })
+  @Test(arguments: HDRStills.stills)
   func anHDRStillLooksLikeItsSDRPhotograph(_ still: HDRStills.Still) throws {
     let sdr = try decodeAny(try HDRStills.bytes(HDRStills.sdrPicture))
     let (info, variants) = try Thumbnailer().render(try HDRStills.bytes(still.name), variants: Self.full)

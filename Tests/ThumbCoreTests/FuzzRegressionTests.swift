@@ -133,6 +133,7 @@ enum FuzzCorpus {
     case .tiff: 4
     case .bmp: 26
     case .video: 4
+    case .jxl: 2
     }
   }
 
@@ -142,7 +143,7 @@ enum FuzzCorpus {
     case .jpeg, .gif: 65535
     case .webp: 1 << 24
     case .png: Int(Int32.max)
-    case .heif, .avif, .tiff, .bmp, .video: 0
+    case .heif, .avif, .tiff, .bmp, .video, .jxl: 0
     }
   }
 }

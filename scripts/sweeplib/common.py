@@ -8,8 +8,9 @@ import subprocess
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FAMILIES = ["jpeg", "png", "webp", "heic", "avif", "video"]
-EXTENSIONS = {"jpeg": "jpg", "png": "png", "webp": "webp", "heic": "heic", "avif": "avif", "video": "mp4"}
+FAMILIES = ["jpeg", "png", "webp", "heic", "avif", "video", "gif", "jxl"]
+EXTENSIONS = {"jpeg": "jpg", "png": "png", "webp": "webp", "heic": "heic", "avif": "avif", "video": "mp4", "gif": "gif",
+              "jxl": "jxl"}
 
 
 def log(message):

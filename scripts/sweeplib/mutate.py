@@ -35,6 +35,10 @@ def structure_offsets(family, data):
         offsets.add(8)
         for c in png_chunks(data):
             offsets.update((c["off"], c["data"], c["crc"]))
+    elif family == "gif":
+        offsets.update((6, 10, 13))
+        for at in gif_frames(data):
+            offsets.update((at, at + 10))
     elif family == "webp":
         offsets.update((8, 12))
         for c in riff_chunks(data):
@@ -86,6 +90,70 @@ def m_flip(data, rng, seed):
     return bytes(buf), {"count": count, "region": region, "flips": flips}
 
 
+def gif_frames(data):
+    """Offsets of the image descriptors (0x2C) found by walking a GIF's blocks."""
+    found, i = [], 13
+    if len(data) > 10 and data[10] & 0x80:
+        i += 3 << ((data[10] & 7) + 1)
+    while i < len(data):
+        if data[i] == 0x21 and i + 2 < len(data):
+            i += 2
+        elif data[i] == 0x2C and i + 10 < len(data):
+            found.append(i)
+            i += 10 + ((3 << ((data[i + 9] & 7) + 1)) if data[i + 9] & 0x80 else 0) + 1
+        else:
+            break
+        while i < len(data) and data[i]:  # data sub-blocks
+            i += 1 + data[i]
+        i += 1
+    return found
+
+
+def m_gif_canvas(data, rng, seed):
+    """The screen descriptor declares another canvas: huge, zero, or smaller than the frames."""
+    out = bytearray(data)
+    out[6:10] = struct.pack("<HH", *rng.choice([(65535, 65535), (0, 0), (1, 1), (rng.randrange(65536), 1)]))
+    return bytes(out), {"how": "canvas"}
+
+
+def m_gif_frame_rect(data, rng, seed):
+    """A frame's position or size runs off the canvas, or is zero."""
+    frames = gif_frames(data)
+    if not frames:
+        return m_gif_canvas(data, rng, seed)
+    at = rng.choice(frames)
+    out = bytearray(data)
+    out[at + 1:at + 9] = struct.pack("<HHHH", *[rng.choice([0, 1, 65535, rng.randrange(65536)]) for _ in range(4)])
+    return bytes(out), {"how": "frame rect"}
+
+
+def m_gif_lzw(data, rng, seed):
+    """A frame's LZW minimum code size out of range, or its compressed bytes scrambled."""
+    frames = gif_frames(data)
+    if not frames:
+        return m_gif_canvas(data, rng, seed)
+    at = rng.choice(frames)
+    start = at + 10 + ((3 << ((data[at + 9] & 7) + 1)) if data[at + 9] & 0x80 else 0)
+    out = bytearray(data)
+    if rng.random() < 0.4 and start < len(out):
+        out[start] = rng.choice([0, 1, 12, 255])
+        return bytes(out), {"how": "lzw code size"}
+    for _ in range(rng.randint(1, 16)):
+        j = rng.randrange(start + 1, len(out)) if start + 1 < len(out) else len(out) - 1
+        out[j] = rng.randrange(256)
+    return bytes(out), {"how": "lzw bytes"}
+
+
+def m_gif_block_length(data, rng, seed):
+    """A sub-block length byte changed: the blocks after it are read out of step."""
+    frames = gif_frames(data)
+    out = bytearray(data)
+    at = (rng.choice(frames) + 11) if frames else 13
+    if at < len(out):
+        out[at] = rng.choice([0, 255, rng.randrange(256)])
+    return bytes(out), {"how": "sub-block length"}
+
+
 GENERIC = [("truncate", m_truncate, 3.0), ("flip", m_flip, 3.0)]
 SPECIFIC = {
     "jpeg": [("jpeg_sof_dims", m_jpeg_sof_dims, 1.0), ("jpeg_sof_fields", m_jpeg_sof_fields, 0.7),
@@ -114,6 +182,9 @@ SPECIFIC = {
     # MP4, MOV and 3GP are ISO base media files too: their boxes (moov, trak, stsd, stco, ...) get the
     # box-size and brand mutators; Matroska/WebM only the generic ones.
     "video": [("heif_box_size", m_heif_box_size, 2.0), ("heif_ftyp", m_heif_ftyp, 0.6)],
+    "gif": [("gif_canvas", m_gif_canvas, 1.0), ("gif_frame_rect", m_gif_frame_rect, 1.0),
+            ("gif_lzw", m_gif_lzw, 1.0), ("gif_block_length", m_gif_block_length, 1.0)],
+    "jxl": [],
 }
 
 

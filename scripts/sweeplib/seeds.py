@@ -25,6 +25,10 @@ HEIF_BRANDS = {b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"hevm", b"
 
 def sniff(data):
     """The format family of a file by its bytes, as thumbd sniffs it (roughly), or None."""
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "gif"
+    if data[:2] == b"\xff\x0a" or data[:12] == b"\x00\x00\x00\x0cJXL \r\n\x87\n":
+        return "jxl"
     if data[:3] == b"\xff\xd8\xff":
         return "jpeg"
     if data[:8] == PNG_SIGNATURE:
@@ -471,6 +475,43 @@ def make_seeds(args, folder):
                 data = f.read()
             add("shared-" + os.path.basename(name), "video", "video", data, "shared " + name,
                 min(1.0, 120000 / len(data)))
+
+    # GIFs: the generated matrix's pictures (Tests/Support/gif-matrix.py: static, transparent, interlaced,
+    # animated with local palettes and each disposal; it needs numpy and Pillow, from the test
+    # virtualenv) and the shared corpus's two.
+    gif_script = os.path.join(os.path.dirname(__file__), "..", "..", "Tests", "Support", "gif-matrix.py")
+    venv = os.environ.get("THUMBD_TEST_VENV") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "thumbd", "test-venv")
+    venv_python = os.path.join(venv, "bin", "python")
+    if os.access(venv_python, os.X_OK) and os.path.exists(gif_script):
+        gifs = os.path.join(work, "gif-matrix")
+        subprocess.run([venv_python, gif_script, gifs], check=True, capture_output=True)
+        for name in ("static-opaque.gif", "static-transparent.gif", "interlaced.gif", "local-palettes.gif",
+                     "flat-first-frame.gif", "dispose-background-part.gif", "dispose-previous.gif", "overhang.gif",
+                     "500-frames.gif"):
+            with open(os.path.join(gifs, name), "rb") as f:
+                add("matrix-" + name, "gif", "gif", f.read(), "gif-matrix.py " + name, 0.5)
+    else:
+        skipped["gif-matrix"] = "the test virtualenv (scripts/install-deps.sh) is missing"
+    if shared:
+        for name in ("stills/mspaint-10x10.gif", "stills/photoshop-8x12-32colors-alpha.gif"):
+            with open(os.path.join(shared, name), "rb") as f:
+                add("shared-" + os.path.basename(name), "gif", "gif", f.read(), "shared " + name)
+
+    # JPEG XL: the shared corpus's photograph, and cjxl's lossy and lossless codings of the PNG seed.
+    if shared:
+        with open(os.path.join(shared, "stills/8bit-sRGB.jxl"), "rb") as f:
+            data = f.read()
+        add("shared-8bit-sRGB.jxl", "jxl", "jxl", data, "shared stills/8bit-sRGB.jxl", min(1.0, 120000 / len(data)))
+    if shutil.which("cjxl"):
+        png_seed = os.path.join(work, f"{stem}_rgb.png")
+        for kind, flags in (("jxl-lossy", ["-d", "1.5"]), ("jxl-lossless", ["-d", "0"])):
+            out = os.path.join(work, kind + ".jxl")
+            subprocess.run(["cjxl", png_seed, out, *flags], check=True, capture_output=True)
+            with open(out, "rb") as f:
+                add(kind + ".jxl", "jxl", kind, f.read(), "cjxl " + " ".join(flags) + " of the PNG seed")
+    else:
+        skipped["jxl-made"] = "cjxl (libjxl-tools) is not installed"
 
     for folder_name in args.seeds or []:
         for name in sorted(os.listdir(folder_name)):

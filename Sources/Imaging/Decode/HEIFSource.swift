@@ -202,69 +202,69 @@ final class HEIFSource: SourceDecoder {
   static func decodeHDR(
     _ handle: OpaquePointer, codedSize: PixelSize, hdr: (signal: ToneMap.Signal, primaries: ColorPrimaries)
   ) throws(JobError) -> (PlanarImage, String) {
-    guard let options = heif_decoding_options_alloc() else {
-      throw JobError(.internalError, "heif_decoding_options_alloc failed")
-    }
-    defer { heif_decoding_options_free(options) }
-    options.pointee.convert_hdr_to_8bit = 0
-    thumbd_hevc_begin(HEVCTiles.codedLimit(codedSize), 0)
-    defer { thumbd_hevc_end() }
     let alpha = heif_image_handle_has_alpha_channel(handle) != 0
-    var image: OpaquePointer?
-    let failure = heif_decode_image(
-      handle, &image, heif_colorspace_RGB,
-      alpha ? heif_chroma_interleaved_RRGGBBAA_LE : heif_chroma_interleaved_RRGGBB_LE, options)
-    if let error = jobError(failure, what: "HEIF image data") { throw error }
-    guard let image else { throw JobError(.corruptImage, "libheif returned no image") }
-    defer { heif_image_release(image) }
-    var stride: Int32 = 0
-    guard let base = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride) else {
-      throw JobError(.corruptImage, "libheif returned no pixels")
+    let planes = try decoded(handle, codedSize: codedSize, deep: true) {
+      image, base, stride, size throws(JobError) in
+      let bits = Int(heif_image_get_bits_per_pixel_range(image, heif_channel_interleaved))
+      let map = ToneMap(
+        signal: hdr.signal, primaries: hdr.primaries, peakNits: peakNits(of: image), display: .sRGB)
+      return map.rgb(interleaved: base, stride: stride, size: size, bits: bits > 8 ? bits : 10, alpha: alpha)
     }
-    let bits = Int(heif_image_get_bits_per_pixel_range(image, heif_channel_interleaved))
-    var peak: Double?
+    return (planes, hdr.signal == .pq ? "pq" : "hlg")
+  }
+
+  /// The content's peak from the light-level box (MaxCLL), else the mastering display's; nil when
+  /// neither says.
+  private static func peakNits(of image: OpaquePointer) -> Double? {
     if heif_image_has_content_light_level(image) != 0 {
       var level = heif_content_light_level()
       heif_image_get_content_light_level(image, &level)
-      if level.max_content_light_level > 0 { peak = Double(level.max_content_light_level) }
+      if level.max_content_light_level > 0 { return Double(level.max_content_light_level) }
     }
-    if peak == nil, heif_image_has_mastering_display_colour_volume(image) != 0 {
-      var coded = heif_mastering_display_colour_volume()
-      var decoded = heif_decoded_mastering_display_colour_volume()
-      heif_image_get_mastering_display_colour_volume(image, &coded)
-      if heif_mastering_display_colour_volume_decode(&coded, &decoded).code == heif_error_Ok,
-        decoded.max_display_mastering_luminance > 0
-      {
-        peak = decoded.max_display_mastering_luminance
-      }
-    }
-    let map = ToneMap(signal: hdr.signal, primaries: hdr.primaries, peakNits: peak, display: .sRGB)
-    let size = PixelSize(
-      width: Int(heif_image_get_width(image, heif_channel_interleaved)),
-      height: Int(heif_image_get_height(image, heif_channel_interleaved)))
-    let planes = map.rgb(
-      interleaved: UnsafeRawPointer(base), stride: Int(stride), size: size, bits: bits > 8 ? bits : 10,
-      alpha: alpha)
-    return (planes, hdr.signal == .pq ? "pq" : "hlg")
+    guard heif_image_has_mastering_display_colour_volume(image) != 0 else { return nil }
+    var coded = heif_mastering_display_colour_volume()
+    var decoded = heif_decoded_mastering_display_colour_volume()
+    heif_image_get_mastering_display_colour_volume(image, &coded)
+    guard heif_mastering_display_colour_volume_decode(&coded, &decoded).code == heif_error_Ok,
+      decoded.max_display_mastering_luminance > 0
+    else { return nil }
+    return decoded.max_display_mastering_luminance
   }
 
   /// The picture of `handle` as RGB(A) planes, converted by libheif: what HEVCTiles does not decode
   /// (AVIF, alpha, more than 8 bits, unusual matrices or crops, an embedded thumbnail).
   static func decodePlanes(_ handle: OpaquePointer, codedSize: PixelSize) throws(JobError) -> PlanarImage {
+    let alpha = heif_image_handle_has_alpha_channel(handle) != 0
+    return try decoded(handle, codedSize: codedSize, deep: false) { _, base, stride, size throws(JobError) in
+      PlanarImage(
+        interleaved: base.assumingMemoryBound(to: UInt8.self), size: size, stride: stride,
+        model: alpha ? .rgba : .rgb,
+        premultiplied: alpha && heif_image_handle_is_premultiplied_alpha(handle) != 0)
+    }
+  }
+
+  /// Decodes `handle` to interleaved RGB, or RGBA when it has alpha (8 bits, or with `deep` its own 10 or
+  /// 12 in 16-bit little-endian words), and hands the pixels to `body` while they live.
+  private static func decoded<R>(
+    _ handle: OpaquePointer, codedSize: PixelSize, deep: Bool,
+    _ body: (OpaquePointer, UnsafeRawPointer, Int, PixelSize) throws(JobError) -> R
+  ) throws(JobError) -> R {
     guard let options = heif_decoding_options_alloc() else {
       throw JobError(.internalError, "heif_decoding_options_alloc failed")
     }
     defer { heif_decoding_options_free(options) }
-    options.pointee.convert_hdr_to_8bit = 1
+    options.pointee.convert_hdr_to_8bit = deep ? 0 : 1
     // One HEVC decoder context for every tile of a grid; no coded picture larger than the image, once
     // padded as libavcodec pads it (HEVCTiles.codedLimit).
     thumbd_hevc_begin(HEVCTiles.codedLimit(codedSize), 0)
     defer { thumbd_hevc_end() }
     let alpha = heif_image_handle_has_alpha_channel(handle) != 0
+    let chroma =
+      deep
+      ? (alpha ? heif_chroma_interleaved_RRGGBBAA_LE : heif_chroma_interleaved_RRGGBB_LE)
+      : (alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB)
     var image: OpaquePointer?
-    let failure = heif_decode_image(
-      handle, &image, heif_colorspace_RGB, alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB,
-      options)
+    let failure = heif_decode_image(handle, &image, heif_colorspace_RGB, chroma, options)
     if let error = jobError(failure, what: "HEIF image data") { throw error }
     guard let image else { throw JobError(.corruptImage, "libheif returned no image") }
     defer { heif_image_release(image) }
@@ -275,9 +275,7 @@ final class HEIFSource: SourceDecoder {
     let size = PixelSize(
       width: Int(heif_image_get_width(image, heif_channel_interleaved)),
       height: Int(heif_image_get_height(image, heif_channel_interleaved)))
-    return PlanarImage(
-      interleaved: base, size: size, stride: Int(stride), model: alpha ? .rgba : .rgb,
-      premultiplied: alpha && heif_image_handle_is_premultiplied_alpha(handle) != 0)
+    return try body(image, UnsafeRawPointer(base), Int(stride), size)
   }
 
   private func thumbnails() -> [(handle: OpaquePointer, size: PixelSize)] {

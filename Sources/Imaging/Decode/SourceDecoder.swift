@@ -80,6 +80,7 @@ enum SourceDecoders {
     case .webp: decoder = try WebPSource(data)
     case .video: decoder = try VideoSource(data, maxPixels: maxPixels)
     case .gif: decoder = try GIFSource(data, maxPixels: maxPixels)
+    case .jxl: decoder = try JXLSource(data, maxPixels: maxPixels)
     case .tiff, .bmp:
       throw JobError(.unsupportedFormat, "\(format.rawValue) originals are not supported")
     }

@@ -1,6 +1,8 @@
 /// Image formats, told apart by their first bytes: never by URL or Content-Type, which lie.
 public enum ImageFormat: String, Sendable {
   case jpeg, png, webp, heif, avif, gif, tiff, bmp
+  /// JPEG XL: a bare codestream or the ISO container.
+  case jxl
   /// A video container (MP4, MOV, M4V, 3GP, Matroska, WebM): its poster frame is the picture.
   case video
 
@@ -12,6 +14,9 @@ public enum ImageFormat: String, Sendable {
       bytes.count >= offset + prefix.count && Array(bytes[offset..<(offset + prefix.count)]) == prefix
     }
     if starts([0xFF, 0xD8, 0xFF]) { return .jpeg }
+    if starts([0xFF, 0x0A]) || starts([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) {
+      return .jxl
+    }
     if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
     if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return .webp }
     if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { return .gif }

@@ -160,6 +160,10 @@ public enum MemoryCostModel {
       // holds back for reordering (about eight for phone H.264 and HEVC, single-threaded), each YCbCr
       // 4:2:0 at up to two bytes a sample, plus the best poster so far, copied.
       estimate.codec = (coded ?? stored).pixels * 3 * 8 + stored.pixels * 2
+    case .jxl:
+      // libjxl decodes into planes of 32-bit floats (three, four with alpha) before converting to the
+      // output's samples, and holds the file's copy.
+      estimate.codec = stored.pixels * (hasAlpha ? 16 : 12)
     case .gif:
       // The canvas kept before a frame that asks to be undone ("restore to previous"), a row, and the
       // canvas's alpha even when the GIF is opaque (it is composited as RGBA).

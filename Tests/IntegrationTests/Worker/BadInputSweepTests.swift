@@ -46,7 +46,7 @@ struct BadInputSweepTests {
     #expect(summary.transient_failures == 0)
     // Every format thumbd reads had seeds (made here when ../shared is absent), and the mutations
     // reached both ends: some still decode, most do not.
-    #expect(Set(summary.formats_covered) == ["jpeg", "png", "webp", "heic", "avif", "video"])
+    #expect(Set(summary.formats_covered) == ["jpeg", "png", "webp", "heic", "avif", "video", "gif", "jxl"])
     #expect(summary.by_mutator.count >= 20, "mutators used: \(summary.by_mutator.keys.sorted())")
     #expect(summary.succeeded > 0 && summary.failed > 0, "outcomes: \(summary.outcomes)")
     #expect((summary.outcomes["corrupt_image"] ?? 0) > 0)

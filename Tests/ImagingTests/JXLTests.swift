@@ -1,0 +1,74 @@
+import Foundation
+import TestSupport
+import Testing
+import ThumbCore
+
+@testable import Imaging
+
+/// JPEG XL: the corpus's photograph decodes as an independent decoder (jxl-oxide, through Pillow's
+/// plugin) shows it; a file cut short or damaged ends as corrupt_image.
+@Suite(.enabled(if: SharedCorpus.isAvailable, Comment(rawValue: SharedCorpus.skipReason)))
+struct JXLTests {
+  /// Pillow's decode of `bytes` as straight RGBA, or nil without the test virtualenv.
+  static func reference(_ bytes: [UInt8]) throws -> PixelBuffer? {
+    guard FileManager.default.isExecutableFile(atPath: HDRClips.python) else { return nil }
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "thumbd-jxl-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let input = folder.appendingPathComponent("in.jxl")
+    let output = folder.appendingPathComponent("out.png")
+    try Data(bytes).write(to: input)
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .appendingPathComponent("Support/pillow-decode.py")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: HDRClips.python)
+    process.arguments = [script.path, input.path, output.path]
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { return nil }
+    return try decodeAny([UInt8](try Data(contentsOf: output)))
+  }
+
+  @Test func theCorpusPhotographDecodesAsAnotherDecoderShowsIt() throws {
+    let bytes = try SharedCorpus.bytes("stills/8bit-sRGB.jxl")
+    #expect(ImageFormat.sniff(bytes) == .jxl)
+    let decoder = try SourceDecoders.make(bytes, maxPixels: 100_000_000)
+    #expect(
+      decoder.header.storedSize == PixelSize(width: 1440, height: 1080) && decoder.header.format == .jxl)
+    let (info, variants) = try Thumbnailer().render(
+      bytes, variants: [variant("full", 1440, 1080, format: .png)])
+    #expect(info.size == PixelSize(width: 1440, height: 1080) && variants[0].size == info.size)
+    guard let expected = try Self.reference(bytes) else { return }
+    let ours = try decodeAny(variants[0].data)
+    try #require(ours.size == expected.size)
+    var total = 0
+    for i in 0..<(ours.width * ours.height) {
+      for c in 0..<3 {
+        total += abs(
+          Int(ours.pixels[i * ours.channels + c]) - Int(expected.pixels[i * expected.channels + c]))
+      }
+    }
+    let mad = Double(total) / Double(ours.width * ours.height * 3)
+    #expect(mad < 1.5, "\(mad) levels from jxl-oxide's decode")
+  }
+
+  @Test func aCutOrDamagedFileIsCorrupt() throws {
+    let bytes = try SharedCorpus.bytes("stills/8bit-sRGB.jxl")
+    for broken in [Array(bytes.prefix(bytes.count / 2)), Array(bytes.prefix(40))] {
+      do {
+        _ = try Thumbnailer().render(broken, variants: Profile.default.variants)
+        Issue.record("a JPEG XL cut to \(broken.count) bytes rendered")
+      } catch {
+        #expect(error.code == .corruptImage, "\(error)")
+      }
+    }
+    var damaged = bytes
+    for i in stride(from: bytes.count / 3, to: bytes.count, by: 61) { damaged[i] ^= 0x5A }
+    do {
+      _ = try Thumbnailer().render(damaged, variants: Profile.default.variants)
+    } catch {
+      #expect(error.code == .corruptImage, "\(error)")
+    }
+  }
+}
