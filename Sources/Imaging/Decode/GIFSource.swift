@@ -4,8 +4,8 @@ import ThumbCore
 /// A GIF, static or animated, through giflib: the first frame worth showing, composited onto the canvas
 /// as a browser shows it (CGIFDecoder: disposal, transparency, palettes, interlacing). A frame of an
 /// animation that leaves the canvas blank or one flat colour (a fade in, a background drawn first) is
-/// passed over for the next, up to `framesLooked`; a GIF with nothing better gives its last one looked
-/// at.
+/// passed over for the next, up to `framesLooked` and eight canvases' worth of decompressed pixels; a
+/// GIF with nothing better gives its last one looked at.
 final class GIFSource: SourceDecoder {
   /// Frames decompressed at most looking for one worth showing: each costs at most a canvas.
   static let framesLooked = 32
@@ -25,6 +25,11 @@ final class GIFSource: SourceDecoder {
       throw JobError(.tooLarge, "a \(canvas) GIF canvas is over the limit of \(maxPixels) pixels")
     }
     guard structure.frames > 0 else { throw JobError(.corruptImage, "the GIF has no frame") }
+    // A frame is decompressed whole, however little of it lies on the canvas.
+    guard structure.largestFrame <= maxPixels else {
+      throw JobError(
+        .tooLarge, "a GIF frame of \(structure.largestFrame) pixels is over the limit of \(maxPixels) pixels")
+    }
     self.structure = structure
     bytes = OwnedBytes(data)
     var handle: OpaquePointer?
@@ -54,7 +59,13 @@ final class GIFSource: SourceDecoder {
     var message = [CChar](repeating: 0, count: 256)
     var shown = 0
     var frame = 0
+    // Looking on costs each frame's whole area: at most `framesLooked` frames and as many pixels as
+    // eight canvases (frames larger than the canvas count whole).
+    var spent = 0
+    let allowance = 8 * max(size.pixels, 1)
     while frame < Self.framesLooked {
+      if frame > 0, frame < structure.frameAreas.count, spent + structure.frameAreas[frame] > allowance { break }
+      if frame < structure.frameAreas.count { spent += structure.frameAreas[frame] }
       var delay: Int32 = 0
       let status = canvas.pixels.withUnsafeMutableBufferPointer {
         thumbd_gif_next_frame(gif, $0.baseAddress, &delay, &message, message.count)

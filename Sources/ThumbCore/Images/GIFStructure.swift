@@ -8,11 +8,19 @@ public struct GIFStructure: Sendable, Equatable {
   /// A frame has a transparent colour or is cleared once shown, or the first frame leaves part of the
   /// canvas unpainted.
   public var transparent: Bool
+  /// The largest frame's declared area in pixels: decompressing a frame costs its whole area, clipped
+  /// to the canvas or not.
+  public var largestFrame: Int = 0
+  /// The declared areas of the first frames (up to `recordedFrames`), in order.
+  public var frameAreas: [Int] = []
+  public static let recordedFrames = 64
 
-  public init(canvas: PixelSize, frames: Int, transparent: Bool) {
+  public init(canvas: PixelSize, frames: Int, transparent: Bool, largestFrame: Int = 0, frameAreas: [Int] = []) {
     self.canvas = canvas
     self.frames = frames
     self.transparent = transparent
+    self.largestFrame = largestFrame
+    self.frameAreas = frameAreas
   }
 
   /// Nil when the bytes are not a GIF's header and screen descriptor.
@@ -48,12 +56,12 @@ public struct GIFStructure: Sendable, Equatable {
         i = next
       case 0x2C:  // a frame
         guard i + 10 < bytes.count else { return result }
-        if result.frames == 0 {
-          let (left, top, width, height) = (le16(i + 1), le16(i + 3), le16(i + 5), le16(i + 7))
-          if left > 0 || top > 0 || left + width < canvas.width || top + height < canvas.height {
-            result.transparent = true
-          }
+        let (left, top, width, height) = (le16(i + 1), le16(i + 3), le16(i + 5), le16(i + 7))
+        if result.frames == 0, left > 0 || top > 0 || left + width < canvas.width || top + height < canvas.height {
+          result.transparent = true
         }
+        result.largestFrame = max(result.largestFrame, width * height)
+        if result.frameAreas.count < Self.recordedFrames { result.frameAreas.append(width * height) }
         var at = i + 10
         if bytes[i + 9] & 0x80 != 0 { at += 3 << (Int(bytes[i + 9] & 7) + 1) }
         result.frames += 1
