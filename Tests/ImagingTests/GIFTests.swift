@@ -77,7 +77,23 @@ struct GIFMatrixTests {
     bytes += [0x3B]
     #expect(
       GIFStructure.read(bytes)
-        == GIFStructure(canvas: PixelSize(width: 16, height: 8), frames: 2, transparent: true))
+        == GIFStructure(
+          canvas: PixelSize(width: 16, height: 8), frames: 2, transparent: true, largestFrame: 128,
+          frameAreas: [128, 128]))
     #expect(GIFStructure.read(Array("PNG".utf8)) == nil)
+  }
+
+  /// A frame is decompressed whole, clipped or not: one declared at 65535x65535 on a 16x16 canvas (a few
+  /// MB of LZW could fill it) is refused before giflib reads a row.
+  @Test func aFrameOverTheLimitIsTooLargeWhateverTheCanvas() throws {
+    var bytes = Array("GIF89a".utf8) + [16, 0, 16, 0, 0x80, 0, 0] + [0, 0, 0, 255, 255, 255]
+    bytes += [0x2C, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 2, 2, 0x4C, 0x01, 0, 0x3B]
+    #expect(GIFStructure.read(bytes)?.largestFrame == 65535 * 65535)
+    do {
+      _ = try SourceDecoders.make(bytes, maxPixels: 100_000_000)
+      Issue.record("a 65535x65535 frame was accepted")
+    } catch {
+      #expect(error.code == .tooLarge, "\(error)")
+    }
   }
 }

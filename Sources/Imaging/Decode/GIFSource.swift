@@ -64,7 +64,9 @@ final class GIFSource: SourceDecoder {
     var spent = 0
     let allowance = 8 * max(size.pixels, 1)
     while frame < Self.framesLooked {
-      if frame > 0, frame < structure.frameAreas.count, spent + structure.frameAreas[frame] > allowance { break }
+      if frame > 0, frame < structure.frameAreas.count, spent + structure.frameAreas[frame] > allowance {
+        break
+      }
       if frame < structure.frameAreas.count { spent += structure.frameAreas[frame] }
       var delay: Int32 = 0
       let status = canvas.pixels.withUnsafeMutableBufferPointer {

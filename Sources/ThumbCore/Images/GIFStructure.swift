@@ -15,7 +15,9 @@ public struct GIFStructure: Sendable, Equatable {
   public var frameAreas: [Int] = []
   public static let recordedFrames = 64
 
-  public init(canvas: PixelSize, frames: Int, transparent: Bool, largestFrame: Int = 0, frameAreas: [Int] = []) {
+  public init(
+    canvas: PixelSize, frames: Int, transparent: Bool, largestFrame: Int = 0, frameAreas: [Int] = []
+  ) {
     self.canvas = canvas
     self.frames = frames
     self.transparent = transparent
@@ -57,7 +59,9 @@ public struct GIFStructure: Sendable, Equatable {
       case 0x2C:  // a frame
         guard i + 10 < bytes.count else { return result }
         let (left, top, width, height) = (le16(i + 1), le16(i + 3), le16(i + 5), le16(i + 7))
-        if result.frames == 0, left > 0 || top > 0 || left + width < canvas.width || top + height < canvas.height {
+        if result.frames == 0,
+          left > 0 || top > 0 || left + width < canvas.width || top + height < canvas.height
+        {
           result.transparent = true
         }
         result.largestFrame = max(result.largestFrame, width * height)
