@@ -127,16 +127,7 @@ public struct Fetcher: Sendable {
     let outcome = try await RangedReading.run(
       total: total, head: head.bytes, planner: planner, maxBytes: limits.maxBytes
     ) { range async throws(JobError) in
-      let answer = try await get(url, signed: signed, validators: nil, range: range)
-      guard case .downloaded(let part) = answer.result, let got = answer.partial, got.total == total,
-        got.range.lowerBound == range.lowerBound
-      else {
-        throw JobError(
-          .fetchFailed,
-          "\(SourceURL.shown(url)) answered bytes \(range.lowerBound)-\(range.upperBound - 1) with other bytes (did it change while read?)"
-        )
-      }
-      return part.bytes
+      try await part(range, of: url, signed: signed, total: total)
     }
     switch outcome {
     case .done(let held):
@@ -165,20 +156,28 @@ public struct Fetcher: Sendable {
         throw JobError(
           .tooLarge, "the parts of the video a poster needs are over the limit of \(limits.maxBytes) bytes")
       }
-      let answer = try await get(url, signed: signed, validators: nil, range: range)
-      guard case .downloaded(let part) = answer.result, let got = answer.partial, got.total == held.total,
-        got.range.lowerBound == range.lowerBound
-      else {
-        throw JobError(
-          .fetchFailed,
-          "\(SourceURL.shown(url)) answered bytes \(range.lowerBound)-\(range.upperBound - 1) with other bytes (did it change while read?)"
-        )
-      }
-      held.add(part.bytes, at: range.lowerBound)
+      held.add(try await part(range, of: url, signed: signed, total: held.total), at: range.lowerBound)
     }
     var topped = original
     topped.bytes = held.packed
     return topped
+  }
+
+  /// The bytes of `range` of a file of `total` bytes read by ranges; any other answer (the whole file,
+  /// another range, another size) fails the attempt: the file changed while it was read.
+  private func part(
+    _ range: Range<Int>, of url: String, signed: SignedGet?, total: Int
+  ) async throws(JobError) -> [UInt8] {
+    let answer = try await get(url, signed: signed, validators: nil, range: range)
+    guard case .downloaded(let part) = answer.result, let got = answer.partial, got.total == total,
+      got.range.lowerBound == range.lowerBound
+    else {
+      throw JobError(
+        .fetchFailed,
+        "\(SourceURL.shown(url)) answered bytes \(range.lowerBound)-\(range.upperBound - 1) with other bytes (did it change while read?)"
+      )
+    }
+    return part.bytes
   }
 
   /// One GET (of `range`, when given), retrying transient failures within `limits.totalTimeout`: what it
