@@ -6,6 +6,10 @@ public struct RenderedVariant: Sendable {
   public var size: PixelSize
   public var format: OutputFormat
   public var data: [UInt8]
+  /// The original's frames it shows: more than one for an animated variant of an animated original
+  /// (the file may hold fewer: the encoder merges a frame that changes nothing into the one before, and
+  /// makes a still of an animation that never changes).
+  public var frames = 1
 }
 
 /// What the thumbnailer learned about an original.
@@ -77,7 +81,8 @@ public struct Thumbnailer: Sendable {
       format: format, stored: header.storedSize, orientation: header.orientation, hasAlpha: header.hasAlpha,
       compressedBytes: data.count, variants: variants, wholeImageCodec: !rowByRowWebP, margin: margin,
       coded: (decoder as? HEIFSource)?.codedSize ?? (decoder as? VideoSource)?.facts.codedSize,
-      composedFrame: (decoder as? WebPSource)?.composedFrame)
+      composedFrame: (decoder as? WebPSource)?.composedFrame,
+      frames: (decoder as? any AnimatedSource)?.frameCount ?? 1)
   }
 
   /// Decodes `data` once, at the smallest size that still serves the largest variant, and renders every
@@ -111,6 +116,9 @@ public struct Thumbnailer: Sendable {
     let output = OutputStage(
       color: decoded.color ?? header.color, model: decoded.image.model, coding: decoded.image.yCbCrCoding)
     let orientation = header.orientation
+    // A header may declare transparency the picture does not use (a GIF whose later frames have a
+    // transparent colour, shown over an opaque first one): the decoder drops alpha that is all opaque.
+    let hasAlpha = header.hasAlpha && decoded.image.model.hasAlpha
     let decodedUpright = orientation.uprightSize(of: decoded.image.size)
     let steps = RenderPlanner.steps(original: upright, decoded: decodedUpright, variants: all)
     // Smart crops go last: their window is chosen on the analysis picture, which is made from a
@@ -146,7 +154,7 @@ public struct Thumbnailer: Sendable {
       }
       let region = orientation.storedRegion(uprightRegion, upright: sourceUpright)
       let size = orientation.uprightSize(of: step.output)  // the output as stored (a swap undoes a swap)
-      let format = spec.format.resolved(sourceHasAlpha: header.hasAlpha)
+      let format = spec.format.resolved(sourceHasAlpha: hasAlpha)
       let direct = !isHash && output.encodesPlanes(format)
       let image = Resampler.resample(
         source, region: region, to: size,
@@ -169,10 +177,33 @@ public struct Thumbnailer: Sendable {
         images[step.variant] = image
       }
     }
+    // An animated original's animated variants: the stills above become animations. A still's work was
+    // one frame's, and for a smart crop it chose the window the animation keeps.
+    if let source = decoder as? any AnimatedSource, source.frameCount > 1 {
+      var regions: [Int: Region] = [:]
+      for index in variants.indices where variants[index].animation != nil {
+        if let analysis, smartCrops.contains(index) {
+          regions[index] = Self.smartCropRegion(
+            variants[index], original: upright, analysis: analysis, sourceUpright: upright)
+        } else {
+          regions[index] =
+            VariantLayout.make(source: upright, box: variants[index].box, fit: variants[index].fit).region
+        }
+      }
+      if !regions.isEmpty {
+        images = [:]
+        let animations = try Self.animate(
+          source, variants: variants, uprightRegions: regions, timings: &timings)
+        for (index, animation) in animations {
+          rendered[index]?.data = animation.data
+          rendered[index]?.frames = animation.frames
+        }
+      }
+    }
     let info = SourceInfo(
       format: header.format, size: upright, orientation: orientation,
       decodeDenominator: decoded.denominator,
-      reduction: decoded.reduction, hasAlpha: header.hasAlpha, thumbHash: thumbHash, timings: timings,
+      reduction: decoded.reduction, hasAlpha: hasAlpha, thumbHash: thumbHash, timings: timings,
       warnings: decoded.warnings, media: (decoder as? VideoSource)?.media)
     return (info, rendered.compactMap { $0 })
   }

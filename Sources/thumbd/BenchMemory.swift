@@ -4,7 +4,7 @@ import Imaging
 import ThumbCore
 
 /// `thumbd bench memory FILE...`: for each file, the peak memory the cost model predicts for rendering
-/// the default profile, against the peak actually measured. Each file renders in a child process of its
+/// a profile (the default one unless `--profile` names a spec file), against the peak actually measured. Each file renders in a child process of its
 /// own (this binary, `--single`), because a process's peak RSS (VmHWM) only ever grows.
 struct BenchMemory: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -13,7 +13,8 @@ struct BenchMemory: ParsableCommand {
 
   @Flag(help: "render one file in this process and print its figures (what the parent runs)") var single =
     false
-  @Argument(help: "image files (JPEG, PNG, WebP, HEIC, AVIF)") var files: [String]
+  @Option(help: "profile: 'default', or a JSON spec file") var profile = "default"
+  @Argument(help: "image files (JPEG, PNG, WebP, HEIC, AVIF, GIF, JPEG XL)") var files: [String]
 
   func run() throws {
     try ImagingProcess.prepare()
@@ -27,7 +28,7 @@ struct BenchMemory: ParsableCommand {
     for file in files {
       let child = Process()
       child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-      child.arguments = ["bench", "memory", "--single", file]
+      child.arguments = ["bench", "memory", "--single", "--profile", profile, file]
       let output = Pipe()
       child.standardOutput = output
       try child.run()
@@ -57,7 +58,7 @@ struct BenchMemory: ParsableCommand {
   /// Prints `predicted_bytes=... measured_bytes=... pixels=... progressive=...` for one render.
   func measureOne(_ file: String) throws {
     let thumbnailer = Thumbnailer()
-    let variants = Profile.default.variants
+    let variants = try Profile.load(profile).variants
     let baseline = try peakResidentBytes()
     let bytes = try readFile(file)
     guard let predicted = thumbnailer.predictedPeak(of: bytes, variants: variants) else {

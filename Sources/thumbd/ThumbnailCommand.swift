@@ -78,6 +78,7 @@ struct ThumbnailCommand: ParsableCommand {
               + "decoded \(info.reduction)\(info.hasAlpha ? " alpha" : "") \(ms) ms "
               + "(decode \(stages[0]), resize \(stages[1]), encode \(stages[2])) thumbhash \(info.thumbHash)"
               + (data.count != total ? " read \(data.count) of \(total) bytes" : "")
+              + variants.filter { $0.frames > 1 }.map { " \($0.name): \($0.frames) frames" }.joined()
           )
         }
       } catch let error as JobError {
@@ -96,7 +97,12 @@ struct ThumbnailCommand: ParsableCommand {
     if failures > 0 { throw ExitCode(1) }
   }
 
-  func loadProfile() throws -> Profile {
+  func loadProfile() throws -> Profile { try Profile.load(profile) }
+}
+
+extension Profile {
+  /// `--profile`'s value: `default`, or a JSON spec file.
+  static func load(_ profile: String) throws -> Profile {
     if profile == "default" { return .default }
     guard let json = FileManager.default.contents(atPath: profile) else {
       throw ValidationError("--profile: 'default' or a readable JSON spec file, not '\(profile)'")

@@ -8,6 +8,9 @@ thumbd shows a GIF's first frame composited on a transparent canvas as a browser
 frames that leave the canvas blank (nothing painted, or one flat colour) while the animation has more, up
 to 32. Each case is {name, expect ("picture" or the error codes allowed, "a|b"), frame (the composited
 frame shown, 0-based), reference (RGBA PNG of the canvas after frames 0..frame), size (the canvas), note}.
+Animations of up to 32 frames also list every frame as it plays (`animation`: [{reference, duration}], the
+composited canvas after each frame and how long a browser shows it, 100 ms for a delay of 0 or 1) and
+`loop` (the NETSCAPE loop count, null without one): what an `"animated": true` variant must keep.
 Kinds: static opaque, transparent and interlaced GIFs (Pillow's encoder); animations with local palettes,
 a flat or transparent first frame, disposal 2 (restore to transparent) and 3 (restore to previous), frames
 overhanging the canvas (this script's encoder, which writes exactly the blocks a case needs); bombs (a
@@ -276,7 +279,23 @@ def check_lzw(f):
     checked[key] = True
 
 
-def case(name, data, expect, frame=None, reference=None, note="", pillow=None, flags=None):
+def shown_ms(delay):
+    """How long a browser shows a frame of `delay` hundredths of a second (AnimationFrame.shownDuration)."""
+    return 100 if delay <= 1 else delay * 10
+
+
+def animation_entry(name, canvases, delays):
+    """Every frame as it plays: its composited canvas, written beside the GIF, and its shown duration."""
+    played = []
+    for k, (canvas, delay) in enumerate(zip(canvases, delays)):
+        reference = name.rsplit(".", 1)[0] + f".play{k}.png"
+        Image.fromarray(canvas, "RGBA").save(OUT / reference)
+        played.append({"reference": reference, "duration": shown_ms(delay)})
+    return played
+
+
+def case(name, data, expect, frame=None, reference=None, note="", pillow=None, flags=None, animation=None,
+         loop=None):
     """Writes NAME and its reference. `pillow`: why Pillow composites it otherwise (else it must agree);
     `flags(structure)`: what the blocks must say."""
     path = OUT / name
@@ -285,7 +304,8 @@ def case(name, data, expect, frame=None, reference=None, note="", pillow=None, f
     if flags:
         assert flags(s), f"{name}: the blocks do not say what the case is about: {s['frames'][:4]}"
     entry = {"name": name, "expect": expect, "frame": frame, "reference": None,
-             "size": list(s["canvas"]) if s["canvas"] else None, "note": note}
+             "size": list(s["canvas"]) if s["canvas"] else None, "note": note, "animation": animation,
+             "loop": loop}
     if reference is not None:
         entry["reference"] = name.rsplit(".", 1)[0] + ".reference.png"
         Image.fromarray(reference, "RGBA").save(OUT / entry["reference"])
@@ -318,8 +338,11 @@ def drawn(name, size, frames, palette=None, expect_frame=0, note="", pillow=None
     canvases = composite(size, frames, None if palette is None else np.asarray(palette, np.uint8))
     for sampled in (True, False):
         assert shown_frame(canvases, len(frames), sampled) == expect_frame, f"{name}: the rule picks another frame"
+    played = None
+    if 1 < len(frames) <= FRAMES_LOOKED:
+        played = animation_entry(name, canvases, [f.delay if f.gce else 0 for f in frames])
     case(name, gif(size, frames, palette, **kw), "picture", expect_frame, canvases[expect_frame], note,
-         pillow, flags)
+         pillow, flags, played, 0 if len(frames) > 1 else None)
 
 
 def ramp(n, a, b):
@@ -520,6 +543,33 @@ case("garbage-canvas.gif", data, "corrupt_image|too_large" if canvas[0] * canvas
 frames = [Frame(rings(64, 48, 29) + 3, gce=False)]
 drawn("no-trailer.gif", (64, 48), frames, PAL, note="One frame, no trailer.", trailer=False,
       flags=lambda s: len(s["frames"]) == 1 and not s["trailer"] and s["error"] == "no trailer")
+
+# 12. Motion as an animation tool writes it (Pillow, which crops each frame to what changed): a ball
+# crossing a 240x135 scene, 24 frames of 40, 80 and 0 ms (shown as 100), played 3 times (NETSCAPE loop 2).
+scene = []
+for k in range(24):
+    y, x = np.mgrid[0:135, 0:240]
+    picture = np.stack([20 + x // 4, 30 + y // 3, np.full_like(x, 90)], axis=-1)
+    picture[(x - 20 - 8 * k) ** 2 + (y - 70) ** 2 < 25 ** 2] = (250, 200, 40)
+    picture[y >= 120] = (40, 160, 80)
+    scene.append(Image.fromarray(picture.astype(np.uint8)).quantize(64, dither=Image.Dither.NONE))
+delays = [4] * 10 + [8] * 10 + [0] * 4
+scene[0].save(OUT / "motion.gif", save_all=True, append_images=scene[1:], duration=[d * 10 for d in delays],
+              loop=2)
+data = (OUT / "motion.gif").read_bytes()
+with Image.open(OUT / "motion.gif") as im:
+    played_canvases = []
+    for k in range(im.n_frames):
+        im.seek(k)
+        played_canvases.append(np.array(im.convert("RGBA")))
+assert len(played_canvases) == 24
+for k, canvas in enumerate(played_canvases):  # Pillow's compositing of its own file shows what was drawn
+    assert np.abs(canvas[..., :3].astype(int) - np.array(scene[k].convert("RGB"))).mean() < 1, f"motion frame {k}"
+case("motion.gif", data, "picture", 0, played_canvases[0],
+     "A ball crossing a 240x135 scene in 24 frames (Pillow's encoder: frames cropped to what changed); "
+     "delays of 40, 80 and 0 ms; NETSCAPE loop 2.",
+     flags=lambda s: len(s["frames"]) == 24 and any(f["size"] != (240, 135) for f in s["frames"][1:]),
+     animation=animation_entry("motion.gif", played_canvases, delays), loop=2)
 
 (OUT / "manifest.json").write_text(json.dumps(cases, indent=1))
 for c in cases:

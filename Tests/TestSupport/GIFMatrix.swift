@@ -19,8 +19,18 @@ public enum GIFMatrix {
     public var reference: String?
     public var size: [Int]?
     public var note: String?
+    /// Animations of up to 32 frames: every frame as it plays (the composited canvas, RGBA PNG, and how
+    /// long a browser shows it), and the NETSCAPE loop count (nil without one).
+    public var animation: [PlayedFrame]?
+    public var loop: Int?
 
     public var description: String { name }
+  }
+
+  public struct PlayedFrame: Decodable, Sendable {
+    public var reference: String
+    /// Milliseconds.
+    public var duration: Int
   }
 
   public static let folder: URL? = {

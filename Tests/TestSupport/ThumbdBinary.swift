@@ -17,10 +17,12 @@ public enum ThumbdBinary {
   /// `thumbd bench memory FILE...`: each file rendered in a child process of its own, its VmHWM growth
   /// against the cost model's prediction. Returns the table's last column (measured ÷ predicted) of the
   /// rows naming a file that ends in `suffix`, and the whole output for failure messages.
-  public static func memoryRatios(of files: [String], rowsEndingIn suffix: String) throws -> MemoryRatios {
+  public static func memoryRatios(
+    of files: [String], rowsEndingIn suffix: String, profile: String = "default"
+  ) throws -> MemoryRatios {
     let child = Process()
     child.executableURL = url
-    child.arguments = ["bench", "memory"] + files
+    child.arguments = ["bench", "memory", "--profile", profile] + files
     let output = Pipe()
     child.standardOutput = output
     try child.run()

@@ -6,7 +6,7 @@ import ThumbCore
 /// animation that leaves the canvas blank or one flat colour (a fade in, a background drawn first) is
 /// passed over for the next, up to `framesLooked` and eight canvases' worth of decompressed pixels; a
 /// GIF with nothing better gives its last one looked at.
-final class GIFSource: SourceDecoder {
+final class GIFSource: AnimatedSource {
   /// Frames decompressed at most looking for one worth showing: each costs at most a canvas.
   static let framesLooked = 32
 
@@ -48,6 +48,18 @@ final class GIFSource: SourceDecoder {
 
   deinit { thumbd_gif_close(gif) }
 
+  var frameCount: Int { structure.frames }
+  /// In WebP's terms, the times it plays: without a loop block a browser plays a GIF once; with one of N
+  /// (not 0, for ever) it plays N + 1 times, as Chrome and Firefox do (and gif2webp converts).
+  var loopCount: Int {
+    guard let count = structure.loopCount else { return 1 }
+    return count == 0 ? 0 : min(count + 1, 65535)
+  }
+
+  func frames() throws(JobError) -> any AnimationFrames {
+    try GIFFrames(bytes, canvas: header.storedSize, opaque: !header.hasAlpha)
+  }
+
   private static func text(_ message: [CChar]) -> String {
     String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
@@ -84,7 +96,7 @@ final class GIFSource: SourceDecoder {
     }
     guard shown > 0 else { throw JobError(.corruptImage, "no frame of the GIF decodes") }
     var image = PlanarImage(interleaved: canvas)
-    if !header.hasAlpha { image = image.droppingAlpha() }
+    if !header.hasAlpha || image.isOpaque { image = image.droppingAlpha() }
     return DecodedSource(image: image, reduction: shown > 1 ? "frame \(shown)" : "1/1")
   }
 
@@ -107,7 +119,64 @@ final class GIFSource: SourceDecoder {
   }
 }
 
+/// A GIF's frames from the first, on a canvas of its own, through a giflib handle of its own.
+final class GIFFrames: AnimationFrames {
+  private let bytes: OwnedBytes
+  private var gif: OpaquePointer?
+  private var canvas: PixelBuffer
+  private let opaque: Bool
+  private var given = 0
+
+  init(_ bytes: OwnedBytes, canvas size: PixelSize, opaque: Bool) throws(JobError) {
+    self.bytes = bytes
+    self.opaque = opaque
+    canvas = PixelBuffer(width: size.width, height: size.height, channels: 4)
+    var (width, height): (Int32, Int32) = (0, 0)
+    var message = [CChar](repeating: 0, count: 256)
+    guard
+      thumbd_gif_open(
+        bytes.pointer.assumingMemoryBound(to: UInt8.self), bytes.count, &gif, &width, &height, &message,
+        message.count) == 0
+    else { throw JobError(.corruptImage, "the GIF could not be read again") }
+  }
+
+  deinit { thumbd_gif_close(gif) }
+
+  func next() throws(JobError) -> AnimationFrame? {
+    var delay: Int32 = 0
+    var message = [CChar](repeating: 0, count: 256)
+    let status = canvas.pixels.withUnsafeMutableBufferPointer {
+      thumbd_gif_next_frame(gif, $0.baseAddress, &delay, &message, message.count)
+    }
+    guard status > 0 else {
+      if status < 0 && given == 0 { throw JobError(.corruptImage, "the GIF's first frame is damaged") }
+      return nil
+    }
+    given += 1
+    // Alpha is 0 or 255 and cleared pixels are zero: the canvas is premultiplied as it stands.
+    var image = canvas.pixels.withUnsafeBufferPointer {
+      PlanarImage(
+        interleaved: $0.baseAddress!, size: canvas.size, stride: canvas.rowBytes, model: .rgba,
+        premultiplied: true)
+    }
+    if opaque || image.isOpaque { image = image.droppingAlpha() }
+    return AnimationFrame(image: image, duration: AnimationFrame.shownDuration(gifDelay: Int(delay)))
+  }
+}
+
 extension PlanarImage {
+  /// RGBA whose every pixel is fully opaque (false for any other model).
+  var isOpaque: Bool {
+    guard model == .rgba else { return false }
+    return planes[3].withUnsafeBufferPointer { alpha in
+      let plane = planes[3]
+      for y in 0..<plane.height {
+        for x in 0..<plane.width where alpha[y * plane.stride + x] != 255 { return false }
+      }
+      return true
+    }
+  }
+
   /// An opaque RGBA image as RGB (its colour planes are unchanged: premultiplied by 255).
   func droppingAlpha() -> PlanarImage {
     guard model == .rgba else { return self }

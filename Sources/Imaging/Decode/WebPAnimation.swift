@@ -50,4 +50,16 @@ final class WebPAnimation {
     }
     return body(UnsafePointer(buffer))
   }
+
+  /// The next frame composed on the canvas, and the time it ends (milliseconds from the start), lent to
+  /// `body` as `withFirstFrame` lends it; nil when every frame has been given.
+  func withNextFrame<R>(_ body: (UnsafePointer<UInt8>, Int) -> R) throws(JobError) -> R? {
+    guard WebPAnimDecoderHasMoreFrames(decoder) != 0 else { return nil }
+    var buffer: UnsafeMutablePointer<UInt8>?
+    var timestamp: Int32 = 0
+    guard WebPAnimDecoderGetNext(decoder, &buffer, &timestamp) != 0, let buffer else {
+      throw JobError(.corruptImage, "WebP animation: a frame is damaged or truncated")
+    }
+    return body(UnsafePointer(buffer), Int(timestamp))
+  }
 }

@@ -4,7 +4,7 @@ import ThumbCore
 /// WebP through libwebp: lossy and lossless, alpha (decoded premultiplied), libwebp's scaled decoding,
 /// the ICCP and EXIF chunks through the demuxer. An animation gives its first frame, as shown: on the
 /// canvas.
-final class WebPSource: SourceDecoder {
+final class WebPSource: AnimatedSource {
   let header: SourceHeader
   private let file: OwnedBytes
   /// The bitstream to decode: the whole file, or an animation's first frame.
@@ -17,6 +17,8 @@ final class WebPSource: SourceDecoder {
   /// its bitstream is decoded alone, scaled like a still.
   let composedFrame: PixelSize?
   var composesOnCanvas: Bool { composedFrame != nil }
+  let frameCount: Int
+  let loopCount: Int
 
   init(_ data: [UInt8]) throws(JobError) {
     file = OwnedBytes(data)
@@ -44,6 +46,8 @@ final class WebPSource: SourceDecoder {
       width: Int(WebPDemuxGetI(demuxer, WEBP_FF_CANVAS_WIDTH)),
       height: Int(WebPDemuxGetI(demuxer, WEBP_FF_CANVAS_HEIGHT)))
     let animated = WebPDemuxGetI(demuxer, WEBP_FF_FORMAT_FLAGS) & ANIMATION_FLAG.rawValue != 0
+    frameCount = animated ? Int(WebPDemuxGetI(demuxer, WEBP_FF_FRAME_COUNT)) : 1
+    loopCount = Int(WebPDemuxGetI(demuxer, WEBP_FF_LOOP_COUNT))
     var frame = WebPIterator()
     guard WebPDemuxGetFrame(demuxer, 1, &frame) != 0, let fragment = frame.fragment.bytes else {
       WebPDemuxReleaseIterator(&frame)
@@ -120,6 +124,15 @@ final class WebPSource: SourceDecoder {
     return DecodedSource(image: image, reduction: "1/1, first frame composed on the canvas")
   }
 
+  func frames() throws(JobError) -> any AnimationFrames {
+    let animation = try WebPAnimation(file)
+    guard animation.canvas == header.storedSize || !composesOnCanvas else {
+      throw JobError(
+        .corruptImage, "WebP animation: the canvas is \(animation.canvas), the container said otherwise")
+    }
+    return WebPFrames(animation)
+  }
+
   static func jobError(_ status: VP8StatusCode, what: String) -> JobError {
     switch status {
     case VP8_STATUS_UNSUPPORTED_FEATURE:
@@ -128,5 +141,37 @@ final class WebPSource: SourceDecoder {
     default:
       return JobError(.corruptImage, "\(what): damaged or truncated (libwebp status \(status.rawValue))")
     }
+  }
+}
+
+/// An animated WebP's frames from the first, composed by libwebp's animation decoder.
+final class WebPFrames: AnimationFrames {
+  private let animation: WebPAnimation
+  private var shown = 0
+  private var given = 0
+
+  init(_ animation: WebPAnimation) { self.animation = animation }
+
+  func next() throws(JobError) -> AnimationFrame? {
+    let canvas = animation.canvas
+    let frame: (PlanarImage, Int)?
+    do {
+      frame = try animation.withNextFrame { rows, timestamp in
+        (
+          PlanarImage(
+            interleaved: rows, size: canvas, stride: canvas.width * 4, model: .rgba, premultiplied: true),
+          timestamp
+        )
+      }
+    } catch {
+      if given == 0 { throw error }
+      return nil
+    }
+    guard let (image, timestamp) = frame else { return nil }
+    given += 1
+    // The decoder gives each frame's end time.
+    let duration = max(0, timestamp - shown)
+    shown = timestamp
+    return AnimationFrame(image: image, duration: duration)
   }
 }

@@ -79,7 +79,7 @@ struct OutputStage {
   }
 
   /// Upright, interleaved, sRGB: grey (1 channel), RGB, or RGBA with straight alpha.
-  private func sRGB(_ image: PlanarImage, orientation: Orientation) -> PixelBuffer {
+  func sRGB(_ image: PlanarImage, orientation: Orientation) -> PixelBuffer {
     let pixels = image.oriented(orientation).interleaved()
     switch model {
     // The inversion only if even the compiled-in profile could not be used.

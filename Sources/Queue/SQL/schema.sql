@@ -55,8 +55,9 @@ CREATE FUNCTION thumbs.check_profile(spec jsonb) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $_$
 DECLARE
-  variant_keys text[] := ARRAY['crop', 'fit', 'format', 'height', 'name', 'progressive', 'quality', 'speed',
-                               'subsampling', 'width'];
+  variant_keys text[] := ARRAY['animated', 'crop', 'fit', 'format', 'height', 'name', 'progressive',
+                               'quality', 'speed', 'subsampling', 'width'];
+  animation jsonb := jsonb_strip_nulls(spec -> 'animation');
   problems text[] := '{}';
   names text[] := '{}';
   item jsonb;
@@ -76,9 +77,9 @@ BEGIN
   IF jsonb_typeof(spec) <> 'object' THEN
     RETURN ARRAY['spec must be a JSON object'];
   END IF;
-  SELECT min(k COLLATE "C") INTO unknown FROM jsonb_object_keys(spec) AS k WHERE k NOT IN ('poster', 'variants');
+  SELECT min(k COLLATE "C") INTO unknown FROM jsonb_object_keys(spec) AS k WHERE k NOT IN ('animation', 'poster', 'variants');
   IF unknown IS NOT NULL THEN
-    RETURN ARRAY[format('unknown key "%s" (known: poster, variants)', unknown)];
+    RETURN ARRAY[format('unknown key "%s" (known: animation, poster, variants)', unknown)];
   END IF;
   IF jsonb_typeof(spec -> 'variants') IS DISTINCT FROM 'array' OR jsonb_array_length(spec -> 'variants') = 0 THEN
     RETURN ARRAY['spec needs a non-empty "variants" array'];
@@ -89,6 +90,19 @@ BEGIN
                        AND jsonb_typeof(spec -> 'poster' -> 'at') = 'number'
                        AND (spec -> 'poster' ->> 'at')::numeric BETWEEN 0 AND 86400, false) THEN
     RETURN ARRAY['"poster" must be {"at": SECONDS}, SECONDS a number from 0 to 86400'];
+  END IF;
+  IF coalesce(jsonb_typeof(animation), 'null') <> 'null'
+     AND NOT coalesce(jsonb_typeof(animation) = 'object'
+                       AND NOT EXISTS (SELECT FROM jsonb_object_keys(animation) AS k
+                                       WHERE k NOT IN ('max_frames', 'max_seconds'))
+                       AND (NOT animation ? 'max_frames'
+                            OR thumbs.spec_integer(animation -> 'max_frames') BETWEEN 1 AND 1000)
+                       AND (NOT animation ? 'max_seconds'
+                            OR (jsonb_typeof(animation -> 'max_seconds') = 'number'
+                                AND (animation ->> 'max_seconds')::numeric > 0
+                                AND (animation ->> 'max_seconds')::numeric <= 600)), false) THEN
+    RETURN ARRAY['"animation" must be {"max_frames": N, "max_seconds": S}, N an integer from 1 to 1000, '
+                 || 'S a number above 0 and at most 600'];
   END IF;
   FOR item IN SELECT e FROM jsonb_array_elements(spec -> 'variants') AS e LOOP
     n := n + 1;
@@ -132,6 +146,8 @@ BEGIN
                            OR v ->> 'crop' NOT IN ('centre', 'attention', 'entropy')) THEN
         '"crop" must be one of centre, attention, entropy'
       WHEN fit <> 'cover' AND v ? 'crop' THEN '"crop" applies to "fit": "cover" only'
+      WHEN v ? 'animated' AND jsonb_typeof(v -> 'animated') <> 'boolean' THEN '"animated" must be true or false'
+      WHEN v -> 'animated' = 'true' AND format <> 'webp' THEN '"animated": true needs "format": "webp"'
     END;
     IF problem IS NOT NULL THEN
       problems := problems || format('%s: %s', label, problem);

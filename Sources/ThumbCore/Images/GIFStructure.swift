@@ -14,6 +14,9 @@ public struct GIFStructure: Sendable, Equatable {
   /// The declared areas of the first frames (up to `recordedFrames`), in order.
   public var frameAreas: [Int] = []
   public static let recordedFrames = 64
+  /// How many times an animation plays, from its NETSCAPE2.0 (or ANIMEXTS1.0) loop block: 0 is for ever.
+  /// Nil without one: browsers then play it once.
+  public var loopCount: Int?
 
   public init(
     canvas: PixelSize, frames: Int, transparent: Bool, largestFrame: Int = 0, frameAreas: [Int] = []
@@ -53,6 +56,13 @@ public struct GIFStructure: Sendable, Equatable {
           bytes[i + 3] & 1 != 0 || (bytes[i + 3] >> 2) & 7 == 2
         {
           result.transparent = true
+        }
+        if bytes[i + 1] == 0xFF, i + 18 < bytes.count, bytes[i + 2] == 11,
+          bytes[(i + 3)..<(i + 14)].elementsEqual("NETSCAPE2.0".utf8)
+            || bytes[(i + 3)..<(i + 14)].elementsEqual("ANIMEXTS1.0".utf8),
+          bytes[i + 14] >= 3, bytes[i + 15] == 1
+        {
+          result.loopCount = le16(i + 16)
         }
         guard let next = skipSubBlocks(i + 2) else { return result }
         i = next

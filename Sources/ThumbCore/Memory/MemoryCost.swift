@@ -127,7 +127,7 @@ public enum MemoryCostModel {
   public static func interleavedDecode(
     format: ImageFormat, stored: PixelSize, orientation: Orientation, hasAlpha: Bool, compressedBytes: Int,
     variants: [VariantSpec], wholeImageCodec: Bool = true, margin: Double = RenderPlanner.reductionMargin,
-    coded: PixelSize? = nil, composedFrame: PixelSize? = nil
+    coded: PixelSize? = nil, composedFrame: PixelSize? = nil, frames: Int = 1
   ) -> MemoryEstimate {
     var estimate = MemoryEstimate()
     // The decoders keep a copy of the file for as long as they live (OwnedBytes).
@@ -174,10 +174,37 @@ public enum MemoryCostModel {
     default:
       break
     }
-    estimate.rendering = renderingBytes(
-      upright: upright, decoded: orientation.uprightSize(of: decoded), variants: variants,
-      convertsColour: true)
+    estimate.rendering =
+      renderingBytes(
+        upright: upright, decoded: orientation.uprightSize(of: decoded), variants: variants,
+        convertsColour: true)
+      + animationBytes(canvas: stored, upright: upright, frames: frames, variants: variants)
     return estimate
+  }
+
+  /// Encoded bytes an animated WebP variant is allowed per pixel of a frame it keeps (a palette
+  /// picture's frames, most of them only what changed, come to a tenth of this at quality 82), counted
+  /// four times: the frames as encoded, libwebpmux's copy of them, the assembled file, and its copy
+  /// handed back.
+  static let animationBytesPerFramePixel = 0.25
+
+  /// The animated variants of an animation of `frames` frames (none for a still), made once the stills
+  /// are done, counted on top of them. The frame reader's canvas (and libwebp's two when it composes),
+  /// the frame as planes; for each animated variant its resampled planes, their interleaved copy, the
+  /// encoder's ARGB picture and its own canvases (previous, current, candidate sub-frames): 24 bytes a
+  /// pixel of the output; and every frame it keeps, encoded.
+  public static func animationBytes(
+    canvas: PixelSize, upright: PixelSize, frames: Int, variants: [VariantSpec]
+  ) -> Int {
+    let animated = variants.compactMap { spec in spec.animation.map { (spec, $0) } }
+    guard frames > 1, !animated.isEmpty else { return 0 }
+    var total = Double(canvas.pixels * 16)
+    for (spec, limits) in animated {
+      let output = Double(VariantLayout.make(source: upright, box: spec.box, fit: spec.fit).output.pixels)
+      let kept = Double(min(frames, limits.maxFrames))
+      total += output * 24 + 4 * kept * output * animationBytesPerFramePixel
+    }
+    return Int(total)
   }
 
   /// Every variant's planes and encoded bytes (bounded by the planes' bytes), plus the upright and

@@ -75,11 +75,14 @@ public struct VariantSpec: Sendable, Hashable, Codable {
   public var progressive: Bool
   /// `cover` only: which part of the picture is kept.
   public var crop: CropStrategy
+  /// WebP only: keep an animated original's motion, as much of it as these limits allow (the variant's
+  /// `animated`, the profile's `animation`). Nil: one frame, as for a still.
+  public var animation: AnimationLimits?
 
   public init(
     name: String, width: Int, height: Int, fit: Fit, format: VariantFormat, quality: Int,
     subsampling: ChromaSubsampling = .s420, progressive: Bool = false, crop: CropStrategy = .centre,
-    speed: Int = VariantSpec.defaultAVIFSpeed
+    speed: Int = VariantSpec.defaultAVIFSpeed, animation: AnimationLimits? = nil
   ) {
     self.name = name
     self.width = width
@@ -91,6 +94,7 @@ public struct VariantSpec: Sendable, Hashable, Codable {
     self.progressive = progressive
     self.crop = crop
     self.speed = speed
+    self.animation = animation
   }
 
   /// The AV1 encoder's speed when a variant does not say. Not libheif's 6: at 8 a large variant costs a
@@ -98,6 +102,27 @@ public struct VariantSpec: Sendable, Hashable, Codable {
   public static let defaultAVIFSpeed = 8
 
   public var box: PixelSize { PixelSize(width: width, height: height) }
+}
+
+/// How much of an animation an animated variant keeps: the frames from the first, as long as there are
+/// at most `maxFrames` of them and they last at most `maxSeconds` together (at least the first frame).
+public struct AnimationLimits: Sendable, Hashable, Codable {
+  public var maxFrames: Int
+  public var maxSeconds: Double
+
+  public init(
+    maxFrames: Int = AnimationLimits.default.maxFrames,
+    maxSeconds: Double = AnimationLimits.default.maxSeconds
+  ) {
+    self.maxFrames = maxFrames
+    self.maxSeconds = maxSeconds
+  }
+
+  /// A profile without `animation`: enough for the GIFs people post (a few seconds at 10-25 frames a
+  /// second), short enough that one job stays a job.
+  public static let `default` = AnimationLimits(maxFrames: 100, maxSeconds: 10)
+  public static let frameRange = 1...1000
+  public static let maxSecondsLimit = 600.0
 }
 
 /// A named set of variants, stored as JSON in `thumbs.profiles.spec`.

@@ -7,6 +7,9 @@ public import Foundation
 /// `progressive` (JPEG only) to false, `speed` (0-9, AVIF only) to 8, `crop` (centre, attention, entropy;
 /// `fit: cover` only) to centre. A `null` value is the default. `"poster": {"at": SECONDS}` (0 to 86400)
 /// makes a video's poster the keyframe at or before that time instead of the first worth showing.
+/// `"animated": true` (with `"format": "webp"`) keeps an animated original's motion, up to the profile's
+/// `"animation": {"max_frames": N, "max_seconds": S}` (N 1 to 1000, default 100; S above 0 up to 600,
+/// default 10).
 ///
 /// Unknown keys are refused, so a misspelt option is not ignored. Every problem is reported with the
 /// variant and field it concerns, since operators write these by hand: at most one per variant (the
@@ -22,10 +25,12 @@ public enum ProfileSpec {
     public var description: String { "profile '\(profile)' is invalid: \(reason)" }
   }
 
-  static let specKeys: Set<String> = ["poster", "variants"]
+  static let specKeys: Set<String> = ["animation", "poster", "variants"]
+  static let animationKeys: Set<String> = ["max_frames", "max_seconds"]
   static let maxPosterSeconds = 86_400.0
   static let variantKeys: Set<String> = [
     "name", "width", "height", "fit", "format", "quality", "subsampling", "progressive", "speed", "crop",
+    "animated",
   ]
 
   public static func parse(name: String, json: Data) throws(Invalid) -> Profile {
@@ -71,11 +76,19 @@ public enum ProfileSpec {
           "\"poster\" must be {\"at\": SECONDS}, SECONDS a number from 0 to \(Int(maxPosterSeconds))"
         ]))
     }
+    guard let limits = animationLimits(fields["animation"]) else {
+      return .failure(
+        Problems(list: [
+          "\"animation\" must be {\"max_frames\": N, \"max_seconds\": S}, N an integer from 1 to "
+            + "\(AnimationLimits.frameRange.upperBound), S a number above 0 and at most "
+            + "\(Int(AnimationLimits.maxSecondsLimit))"
+        ]))
+    }
     var problems: [String] = []
     var seen = Set<String>()
     var variants: [VariantSpec] = []
     for (index, item) in items.enumerated() {
-      switch variant(item, number: index + 1, seen: &seen) {
+      switch variant(item, number: index + 1, seen: &seen, limits: limits) {
       case .success(let spec): variants.append(spec)
       case .failure(let problem): problems.append(problem.list[0])
       }
@@ -84,7 +97,7 @@ public enum ProfileSpec {
   }
 
   private static func variant(
-    _ item: SpecValue, number: Int, seen: inout Set<String>
+    _ item: SpecValue, number: Int, seen: inout Set<String>, limits: AnimationLimits
   ) -> Result<
     VariantSpec, Problems
   > {
@@ -139,10 +152,40 @@ public enum ProfileSpec {
     }
     // Only a cover variant cuts anything away; on the others a crop would be silently meaningless.
     if fit != .cover && fields["crop"] != nil { return fail("\"crop\" applies to \"fit\": \"cover\" only") }
+    var animated = false
+    switch fields["animated"] {
+    case nil: break
+    case .bool(let value)?: animated = value
+    default: return fail("\"animated\" must be true or false")
+    }
+    // Animated output is WebP's: AVIF sequences are not read by every browser that shows AVIF stills.
+    if animated && format != .webp { return fail("\"animated\": true needs \"format\": \"webp\"") }
     return .success(
       VariantSpec(
         name: name, width: width, height: height, fit: fit, format: format, quality: quality,
-        subsampling: subsampling, progressive: progressive, crop: crop, speed: speed))
+        subsampling: subsampling, progressive: progressive, crop: crop, speed: speed,
+        animation: animated ? limits : nil))
+  }
+
+  /// The profile's animation limits (the defaults for an absent or null `animation`), or nil when the
+  /// value is not an object of valid limits.
+  private static func animationLimits(_ value: SpecValue?) -> AnimationLimits? {
+    guard let value, value != .null else { return .default }
+    guard case .object(let rawFields) = value else { return nil }
+    let fields = rawFields.filter { $0.value != .null }
+    guard unknownKey(fields, known: animationKeys) == nil else { return nil }
+    var limits = AnimationLimits.default
+    if let frames = fields["max_frames"] {
+      guard let count = integer(frames), AnimationLimits.frameRange.contains(count) else { return nil }
+      limits.maxFrames = count
+    }
+    if let seconds = fields["max_seconds"] {
+      guard case .number(let number) = seconds, number > 0, number <= AnimationLimits.maxSecondsLimit else {
+        return nil
+      }
+      limits.maxSeconds = number
+    }
+    return limits
   }
 
   /// A poster time: a number from 0 to `maxPosterSeconds`.

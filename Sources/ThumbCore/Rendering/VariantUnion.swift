@@ -34,6 +34,6 @@ public struct VariantUnion: Sendable, Equatable {
   static func sameOutput(_ a: VariantSpec, _ b: VariantSpec) -> Bool {
     a.width == b.width && a.height == b.height && a.fit == b.fit && a.format == b.format
       && a.quality == b.quality && a.subsampling == b.subsampling && a.progressive == b.progressive
-      && a.crop == b.crop && a.speed == b.speed
+      && a.crop == b.crop && a.speed == b.speed && a.animation == b.animation
   }
 }

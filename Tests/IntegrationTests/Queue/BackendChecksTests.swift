@@ -90,7 +90,7 @@ struct BackendChecksTests {
       try sql(database, "SELECT thumbs.check_profile($1::jsonb)", [typo]).rows
         == [
           [
-            #"{"variant 'a': unknown key \"formatt\" (known: crop, fit, format, height, name, progressive, quality, speed, subsampling, width)"}"#
+            #"{"variant 'a': unknown key \"formatt\" (known: animated, crop, fit, format, height, name, progressive, quality, speed, subsampling, width)"}"#
           ]
         ]
     )
