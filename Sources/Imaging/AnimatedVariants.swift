@@ -4,9 +4,10 @@ import ThumbCore
 /// resampled to each animated variant and encoded as one animated WebP per variant, each variant
 /// stopping at its own limits (AnimationLimits).
 extension Thumbnailer {
-  /// Canvas pixels an animation may cost altogether (every frame is composed and resampled whole): it
-  /// is cut at the frame that would go past, as it is at its limits. About 2.5 s of one core.
-  public static let animationPixelBudget = 300_000_000
+  /// Canvas pixels an animation may cost altogether (every frame is decompressed, composited and
+  /// resampled whole): it is cut at the frame that would go past, as it is at its limits. About 1.5 s
+  /// of one core for a GIF, before encoding.
+  public static let animationPixelBudget = 100_000_000
 
   /// One animated variant being made.
   private struct Animating {
