@@ -50,6 +50,9 @@ test_packages=(
   libheif-examples
   libavif-bin
   libjxl-tools
+  # SuiteFileTests render the test files of libjxl (this package) and of giflib (its source tarball,
+  # fetched below).
+  libjxl-testdata
 )
 if ! $demo_only; then packages+=("${test_packages[@]}"); fi
 
@@ -80,8 +83,28 @@ install_python_test_servers() {
   fi
 }
 
+# giflib's own test pictures (pic/, tests/, doc/whatsinagif/), from the Debian source package's
+# upstream tarball, checked against the sha256 bookworm's Sources index gives, unpacked into a cache.
+giflib_cache=${XDG_CACHE_HOME:-$HOME/.cache}/thumbd/giflib-5.2.1
+fetch_giflib_pictures() {
+  if $demo_only || [ -f "$giflib_cache/pic/porsche.gif" ]; then return; fi
+  local tarball sha
+  tarball=$(mktemp)
+  sha=31da5562f44c5f15d63340a09a4fd62b48c45620cd302f77a6d9acf0077879bd
+  echo "install-deps: fetching giflib 5.2.1's test pictures into $giflib_cache" >&2
+  if curl -fsSL --retry 3 -o "$tarball" http://deb.debian.org/debian/pool/main/g/giflib/giflib_5.2.1.orig.tar.gz \
+    && echo "$sha  $tarball" | sha256sum -c --quiet -; then
+    mkdir -p "$giflib_cache"
+    tar -xzf "$tarball" -C "$giflib_cache" --strip-components=1 --wildcards '*.gif'
+  else
+    echo "install-deps: could not fetch giflib's tarball; SuiteFileTests will skip its pictures" >&2
+  fi
+  rm -f "$tarball"
+}
+
 if [ "${#missing[@]}" -eq 0 ]; then
   install_python_test_servers
+  fetch_giflib_pictures
   exit 0
 fi
 
@@ -102,3 +125,4 @@ echo "install-deps: installing ${missing[*]}" >&2
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get install -y -qq "${missing[@]}"
 install_python_test_servers
+fetch_giflib_pictures

@@ -76,10 +76,14 @@ final class JXLSource: SourceDecoder {
     var encoding = JxlColorEncoding()
     if JxlDecoderGetColorAsEncodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &encoding)
       == JXL_DEC_SUCCESS,
-      encoding.color_space == JXL_COLOR_SPACE_RGB,
+      encoding.color_space == JXL_COLOR_SPACE_RGB || encoding.color_space == JXL_COLOR_SPACE_GRAY,
       let signal = ToneMap.Signal(h273: Int(encoding.transfer_function.rawValue))
     {
-      return (.unspecified, (signal, ColorPrimaries(h273: Int(encoding.primaries.rawValue)) ?? .bt2020))
+      // A grey image has no primaries (libjxl gives it as RGB, the three alike): neutral in any.
+      let primaries =
+        encoding.color_space == JXL_COLOR_SPACE_GRAY
+        ? .sRGB : ColorPrimaries(h273: Int(encoding.primaries.rawValue)) ?? .bt2020
+      return (.unspecified, (signal, primaries))
     }
     var size = 0
     guard JxlDecoderGetICCProfileSize(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &size) == JXL_DEC_SUCCESS,
