@@ -174,6 +174,41 @@ def phone_corpus(corpus, cache=PHONE_CACHE):
     return jpegs, heics
 
 
+STILLS_CACHE = os.path.expanduser("~/.cache/thumbd-stills-corpus")
+SHARED_VIDEO = os.path.join(os.path.dirname(REPO), "shared", "corpus", "video")
+
+
+def stills_corpus(phone_jpegs, cache=STILLS_CACHE):
+    """(GIFs, JPEG XLs) of bench/images --stills, made once into `cache` with Debian's ffmpeg and cjxl:
+    GIFs as they are posted (animations of 4 to 6 s cut from ../shared's two real clips at 320 to 480
+    pixels, 10 to 15 frames a second, and the phone photographs at 1000 pixels as 256-colour stills),
+    and the phone JPEGs re-encoded from their pixels as JPEG XL at quality 90 (cjxl -j 0), as a camera or
+    an editor exports it."""
+    os.makedirs(cache, exist_ok=True)
+    gifs, jxls = [], []
+    clips = [("with-gps.mov", 0, 4, 480, 12), ("with-gps.mov", 0, 4, 320, 10),
+             ("sample_iPod.m4v", 10, 6, 320, 15), ("sample_iPod.m4v", 40, 6, 480, 12)]
+    for k, (clip, start, seconds, width, fps) in enumerate(clips):
+        out = os.path.join(cache, f"clip-{k + 1}.gif")
+        if not os.path.exists(out):
+            run_child(["ffmpeg", "-loglevel", "error", "-y", "-ss", str(start), "-t", str(seconds), "-i",
+                       os.path.join(SHARED_VIDEO, clip), "-vf",
+                       f"fps={fps},scale={width}:-2,split[a][b];[a]palettegen[p];[b][p]paletteuse", out],
+                      label="ffmpeg")
+        gifs.append(out)
+    for path in phone_jpegs[-4:]:
+        out = os.path.join(cache, os.path.splitext(os.path.basename(path))[0] + "-still.gif")
+        if not os.path.exists(out):
+            run_child(["ffmpeg", "-loglevel", "error", "-y", "-i", path, "-vf",
+                       "scale=1000:-2,split[a][b];[a]palettegen[p];[b][p]paletteuse", out], label="ffmpeg")
+        gifs.append(out)
+    for path in phone_jpegs[-8:]:
+        out = os.path.join(cache, os.path.splitext(os.path.basename(path))[0] + ".jxl")
+        if not os.path.exists(out):
+            run_child(["cjxl", "-j", "0", "-q", "90", path, out], label="cjxl")
+        jxls.append(out)
+    return gifs, jxls
+
 
 def warm_page_cache(files):
     """Reads every file once, so that no contender pays for the disk."""

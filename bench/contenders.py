@@ -85,6 +85,11 @@ def run_vips(outdir, files, optimize=True):
 def run_pillow(outdir, files, optimize=True):
     from PIL import Image, ImageOps
 
+    try:
+        import pillow_jxl  # noqa: F401  (JPEG XL, for bench/images --stills)
+    except ImportError:
+        pass
+
     lanczos = Image.Resampling.LANCZOS
     t0 = time.perf_counter()
     denominators = {}

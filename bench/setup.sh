@@ -62,6 +62,12 @@ if ! have_pgq; then
   pipq pgqueuer asyncpg
 fi
 
+# Pillow's JPEG XL reader (jxl-oxide), for bench/images --stills.
+if ! "$vpy" -c 'import pillow_jxl' >/dev/null 2>&1; then
+  echo "setup: installing pillow-jxl-plugin" >&2
+  pipq pillow-jxl-plugin
+fi
+
 # The quality benchmark's arithmetic (bench/quality: SSIM).
 if ! "$vpy" -c 'import numpy' >/dev/null 2>&1; then
   echo "setup: installing numpy" >&2

@@ -281,7 +281,8 @@ enum RenderKey {
   /// encoder settings), so that no job takes variants rendered the old way.
   // 2: CMYK JPEGs without a profile go through a press profile; animated WebPs are composed on the canvas.
   // 3: a box pre-reduction before large Lanczos steps; the cascade tolerates rounding short of 2x.
-  // 4: a GIF whose shown canvas is all opaque loses its alpha (`auto` gives JPEG, not PNG).
+  // 4: a GIF whose shown canvas is all opaque loses its alpha (`auto` gives JPEG, not PNG); a grey PQ or
+  // HLG JPEG XL is tone-mapped.
   static let rendererVersion = 4
 
   static func make(source: String, spec: String, storage: String) -> String {

@@ -71,4 +71,39 @@ struct JXLTests {
       #expect(error.code == .corruptImage, "\(error)")
     }
   }
+
+  /// The codestream's orientation: cjxl copies a JPEG's EXIF orientation into it. Each of the corpus's
+  /// eight orientations of one photograph, re-encoded as JPEG XL from its pixels, renders upright as
+  /// the JPEG does: the same size and the same picture (SSIM), mirrored and turned ones included.
+  @Test(
+    .enabled(
+      if: FileManager.default.isExecutableFile(atPath: "/usr/bin/cjxl"), "cjxl (libjxl-tools) is missing"),
+    arguments: 1...8)
+  func theCodestreamOrientationIsApplied(_ orientation: Int) throws {
+    let jpeg = try SharedCorpus.bytes("orientation/Landscape_\(orientation).jpg")
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "thumbd-jxl-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let input = folder.appendingPathComponent("in.jpg")
+    let output = folder.appendingPathComponent("out.jxl")
+    try Data(jpeg).write(to: input)
+    let cjxl = Process()
+    cjxl.executableURL = URL(fileURLWithPath: "/usr/bin/cjxl")
+    cjxl.arguments = [input.path, output.path, "-j", "0", "-q", "95"]
+    cjxl.standardError = FileHandle.nullDevice
+    cjxl.standardOutput = FileHandle.nullDevice
+    try cjxl.run()
+    cjxl.waitUntilExit()
+    let jxl = [UInt8](try Data(contentsOf: output))
+    let decoder = try SourceDecoders.make(jxl, maxPixels: 100_000_000)
+    #expect(
+      decoder.header.orientation.rawValue == orientation, "the codestream says \(decoder.header.orientation)")
+    let spec = [variant("full", 600, 600, format: .png)]
+    let (jpegInfo, fromJPEG) = try Thumbnailer().render(jpeg, variants: spec)
+    let (jxlInfo, fromJXL) = try Thumbnailer().render(jxl, variants: spec)
+    #expect(jxlInfo.size == jpegInfo.size && fromJXL[0].size == fromJPEG[0].size, "\(jxlInfo.size)")
+    let similarity = ssim(try decodeAny(fromJXL[0].data), try decodeAny(fromJPEG[0].data))
+    #expect(similarity >= 0.95, "SSIM \(similarity) to the JPEG's upright rendering")
+  }
 }
