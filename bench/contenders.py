@@ -1,6 +1,7 @@
 """One contender of bench/images, run as its own child process over a list of files.
 
-    contenders.py vips|vips-baseline|pillow|pillow-baseline|decode|decode-rgb OUTDIR FILE...
+    contenders.py vips|vips-baseline|pillow|pillow-baseline|decode|decode-rgb|vips-animated|pillow-animated
+                  OUTDIR FILE...
 
 vips    libvips through pyvips, one thread: Image.thumbnail (shrink-on-load, autorotate) for `large`, the
         smaller variants by thumbnail_image from an earlier result (thumbd's cascade), jpegsave with no
@@ -13,6 +14,8 @@ decode  the decode floor: TurboJPEG (libturbojpeg.so.0, through ctypes) decoding
         scale thumbd chooses to YCbCr planes (tjDecompressToYUVPlanes, as thumbd does), and nothing
         else. Writes nothing.
 decode-rgb  the same decode to interleaved RGB (tjDecompress2): the floor of a pipeline that works in RGB.
+vips-animated, pillow-animated  an animated GIF's every frame into one animated WebP in a 480x480 box
+        (bench/images --stills).
 
 The last line on stdout is JSON: {"mode", "files", "inner_s" (time after imports), "denominators"}.
 Any failure exits non-zero.
@@ -171,8 +174,48 @@ def run_decode(outdir, files, planes=True):
     return time.perf_counter() - t0, denominators
 
 
+# An animated variant: the whole animation in a 480x480 box, lossy WebP at quality 82 (bench/images --stills).
+ANIMATED_BOX = 480
+ANIMATED_QUALITY = 82
+
+
+def run_vips_animated(outdir, files):
+    """libvips: every frame loaded (n=-1, a tall strip of pages), thumbnail to the box (which keeps the
+    page height and the frames' delays), webpsave."""
+    os.environ.setdefault("VIPS_CONCURRENCY", "1")
+    import pyvips
+
+    pyvips.cache_set_max(0)
+    pyvips.concurrency_set(1)
+    t0 = time.perf_counter()
+    for path in files:
+        img = pyvips.Image.thumbnail(path + "[n=-1]", ANIMATED_BOX, height=ANIMATED_BOX, size="down")
+        img.webpsave(os.path.join(outdir, f"{stem(path)}_moving.webp"), Q=ANIMATED_QUALITY)
+    return time.perf_counter() - t0, {}
+
+
+def run_pillow_animated(outdir, files):
+    """Pillow: each frame as it composites it, LANCZOS to the box, saved as one animated WebP with the
+    frames' durations."""
+    from PIL import Image
+
+    t0 = time.perf_counter()
+    for path in files:
+        im = Image.open(path)
+        frames, durations = [], []
+        for k in range(getattr(im, "n_frames", 1)):
+            im.seek(k)
+            frame = im.convert("RGBA")
+            frame.thumbnail((ANIMATED_BOX, ANIMATED_BOX), Image.Resampling.LANCZOS)
+            frames.append(frame)
+            durations.append(im.info.get("duration", 100))
+        frames[0].save(os.path.join(outdir, f"{stem(path)}_moving.webp"), save_all=True,
+                       append_images=frames[1:], duration=durations, loop=0, quality=ANIMATED_QUALITY)
+    return time.perf_counter() - t0, {}
+
+
 def main():
-    modes = {"vips": run_vips, "vips-baseline": lambda outdir, files: run_vips(outdir, files, optimize=False),
+    modes = {"vips-animated": run_vips_animated, "pillow-animated": run_pillow_animated,"vips": run_vips, "vips-baseline": lambda outdir, files: run_vips(outdir, files, optimize=False),
              "pillow": run_pillow, "pillow-baseline": lambda outdir, files: run_pillow(outdir, files, optimize=False),
              "decode": run_decode,
              "decode-rgb": lambda outdir, files: run_decode(outdir, files, planes=False)}
