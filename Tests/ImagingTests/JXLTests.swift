@@ -9,27 +9,6 @@ import ThumbCore
 /// plugin) shows it; a file cut short or damaged ends as corrupt_image.
 @Suite(.enabled(if: SharedCorpus.isAvailable, Comment(rawValue: SharedCorpus.skipReason)))
 struct JXLTests {
-  /// Pillow's decode of `bytes` as straight RGBA, or nil without the test virtualenv.
-  static func reference(_ bytes: [UInt8]) throws -> PixelBuffer? {
-    guard FileManager.default.isExecutableFile(atPath: HDRClips.python) else { return nil }
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "thumbd-jxl-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: folder) }
-    let input = folder.appendingPathComponent("in.jxl")
-    let output = folder.appendingPathComponent("out.png")
-    try Data(bytes).write(to: input)
-    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .appendingPathComponent("Support/pillow-decode.py")
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: HDRClips.python)
-    process.arguments = [script.path, input.path, output.path]
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { return nil }
-    return try decodeAny([UInt8](try Data(contentsOf: output)))
-  }
-
   @Test func theCorpusPhotographDecodesAsAnotherDecoderShowsIt() throws {
     let bytes = try SharedCorpus.bytes("stills/8bit-sRGB.jxl")
     #expect(ImageFormat.sniff(bytes) == .jxl)
@@ -39,7 +18,11 @@ struct JXLTests {
     let (info, variants) = try Thumbnailer().render(
       bytes, variants: [variant("full", 1440, 1080, format: .png)])
     #expect(info.size == PixelSize(width: 1440, height: 1080) && variants[0].size == info.size)
-    guard let expected = try Self.reference(bytes) else { return }
+    guard FileManager.default.isExecutableFile(atPath: HDRClips.python),
+      let root = SharedCorpus.root,
+      let png = try ReferenceDecoder.png(root.appendingPathComponent("stills/8bit-sRGB.jxl").path)
+    else { return }
+    let expected = try decodeAny(png)
     let ours = try decodeAny(variants[0].data)
     try #require(ours.size == expected.size)
     var total = 0

@@ -48,7 +48,7 @@ struct SuiteFileTests {
       (info, out) = try Thumbnailer().render(bytes, variants: [full])
     } catch {
       // Refused: only a file no other decoder reads either, and with a classified error.
-      #expect(try SuiteFiles.reference(path) == nil, "\(path): \(error), but Pillow decodes it")
+      #expect(try ReferenceDecoder.png(path) == nil, "\(path): \(error), but Pillow decodes it")
       #expect([.corruptImage, .unsupportedFormat, .tooLarge].contains(error.code), "\(path): \(error)")
       return
     }
@@ -59,14 +59,14 @@ struct SuiteFileTests {
     switch Self.reference(for: path) {
     case .pillow:
       expected = try #require(
-        try SuiteFiles.reference(path, frame: frame), "\(path): Pillow cannot decode it")
+        try ReferenceDecoder.png(path, frame: frame), "\(path): Pillow cannot decode it")
     case .png(let name):
       expected = [UInt8](
         try Data(
           contentsOf: URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(name)))
     case .djxl:
-      #expect(try SuiteFiles.reference(path) == nil, "\(path): Pillow decodes it now; compare with it")
-      expected = try #require(try SuiteFiles.reference(path, djxl: true), "\(path): djxl cannot decode it")
+      #expect(try ReferenceDecoder.png(path) == nil, "\(path): Pillow decodes it now; compare with it")
+      expected = try #require(try ReferenceDecoder.png(path, djxl: true), "\(path): djxl cannot decode it")
     case .hdrGradient:
       // Grey, growing from near black on the left to white on the right, never darker to the right.
       let row = ours.height / 2

@@ -29,11 +29,14 @@ public enum SuiteFiles {
     }
     return found.sorted()
   }()
+}
 
+/// Another decoder's picture of a file, the reference thumbd's own decode is compared with.
+public enum ReferenceDecoder {
   /// Another decoder's picture of `path` as an 8-bit RGBA PNG: Pillow's (jxl-oxide for JPEG XL; `frame`,
   /// 0-based, of an animated GIF), or with `djxl`, libjxl's own command line. Nil when it cannot decode
   /// the file.
-  public static func reference(_ path: String, frame: Int = 0, djxl: Bool = false) throws -> [UInt8]? {
+  public static func png(_ path: String, frame: Int = 0, djxl: Bool = false) throws -> [UInt8]? {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-suite-\(UUID())")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }

@@ -32,15 +32,7 @@ final class GIFSource: AnimatedSource {
     }
     self.structure = structure
     bytes = OwnedBytes(data)
-    var handle: OpaquePointer?
-    var (width, height): (Int32, Int32) = (0, 0)
-    var message = [CChar](repeating: 0, count: 256)
-    guard
-      thumbd_gif_open(
-        bytes.pointer.assumingMemoryBound(to: UInt8.self), bytes.count, &handle, &width, &height, &message,
-        message.count) == 0
-    else { throw JobError(.corruptImage, Self.text(message)) }
-    gif = handle
+    gif = try Self.open(bytes)
     header = SourceHeader(
       format: .gif, storedSize: canvas, orientation: .up, hasAlpha: structure.transparent, color: .unspecified
     )
@@ -58,6 +50,19 @@ final class GIFSource: AnimatedSource {
 
   func frames() throws(JobError) -> any AnimationFrames {
     try GIFFrames(bytes, canvas: header.storedSize, opaque: !header.hasAlpha)
+  }
+
+  /// A giflib handle over `bytes` (which must outlive it), its screen descriptor read.
+  static func open(_ bytes: OwnedBytes) throws(JobError) -> OpaquePointer? {
+    var handle: OpaquePointer?
+    var (width, height): (Int32, Int32) = (0, 0)
+    var message = [CChar](repeating: 0, count: 256)
+    guard
+      thumbd_gif_open(
+        bytes.pointer.assumingMemoryBound(to: UInt8.self), bytes.count, &handle, &width, &height, &message,
+        message.count) == 0
+    else { throw JobError(.corruptImage, text(message)) }
+    return handle
   }
 
   private static func text(_ message: [CChar]) -> String {
@@ -131,13 +136,7 @@ final class GIFFrames: AnimationFrames {
     self.bytes = bytes
     self.opaque = opaque
     canvas = PixelBuffer(width: size.width, height: size.height, channels: 4)
-    var (width, height): (Int32, Int32) = (0, 0)
-    var message = [CChar](repeating: 0, count: 256)
-    guard
-      thumbd_gif_open(
-        bytes.pointer.assumingMemoryBound(to: UInt8.self), bytes.count, &gif, &width, &height, &message,
-        message.count) == 0
-    else { throw JobError(.corruptImage, "the GIF could not be read again") }
+    gif = try GIFSource.open(bytes)
   }
 
   deinit { thumbd_gif_close(gif) }
