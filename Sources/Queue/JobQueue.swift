@@ -77,14 +77,21 @@ public struct JobQueue: Sendable {
     try await client.run(SQL.RescueExpiredJobs.self, prepared: true).map(\.id)
   }
 
+  /// Queued jobs whose run_at has come get their turn in line (SQL/promote_due_jobs.sql), up to 1,000;
+  /// wakes idle workers when any did. Safe from every worker at once. Returns how many.
+  @discardableResult
+  public func promoteDue() async throws(PostgresError) -> Int {
+    Int(try await client.run(SQL.PromoteDueJobs.self, prepared: true).first?.promoted ?? 0)
+  }
+
   /// `thumbs.enqueue`: the job's id (the id of the job that already stands for the same photo, by its
   /// external id or else its source, and profile).
   public func enqueue(
-    sourceURL: String, profile: String, priority: Int, externalID: String? = nil
+    sourceURL: String, profile: String, priority: Int, externalID: String? = nil, owner: String? = nil
   ) async throws(PostgresError) -> Int64 {
     let rows = try await client.run(
       SQL.EnqueueJob.self,
-      .init(sourceURL: sourceURL, profile: profile, priority: priority, externalID: externalID),
+      .init(sourceURL: sourceURL, profile: profile, priority: priority, externalID: externalID, owner: owner),
       prepared: true)
     guard let id = rows.first?.id else {
       throw PostgresError(kind: .query, message: "thumbs.enqueue returned no row")
@@ -92,15 +99,18 @@ public struct JobQueue: Sendable {
     return id
   }
 
-  /// The live part of the queue (SQL/queue_depth.sql): cheap enough to ask every few seconds, since it
-  /// reads only the indexes of queued and running jobs, however many finished ones the table holds.
   /// The newest migration applied to the database (SchemaRequirement), nil when none is.
   public func schemaVersion() async throws(PostgresError) -> String? {
     try await client.run(SQL.SchemaVersion.self, prepared: true).first?.version
   }
 
-  public func queueDepth() async throws(PostgresError) -> QueueDepth {
-    guard let row = try await client.run(SQL.QueueDepth.self, prepared: true).first else {
+  /// The live part of the queue (SQL/queue_depth.sql): cheap enough to ask every few seconds, since it
+  /// reads only the indexes of queued and running jobs, however many finished ones the table holds.
+  /// `maxAge`: a count the fleet shares, taken by any worker less than this many seconds ago, is the
+  /// answer (0: count now).
+  public func queueDepth(maxAge: Double = 0) async throws(PostgresError) -> QueueDepth {
+    guard let row = try await client.run(SQL.QueueDepth.self, .init(maxAge: maxAge), prepared: true).first
+    else {
       throw PostgresError(kind: .query, message: "queue_depth returned no row")
     }
     var depth = QueueDepth(

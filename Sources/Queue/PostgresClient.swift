@@ -24,10 +24,11 @@ public struct PostgresClient: Sendable {
   /// a worker that starts while the database is down.
   public init(
     connectingLaterTo conninfo: String, pool: BlockingPool, preparesStatements: Bool = true,
-    liveness: DatabaseLiveness = .standard, group: DatabaseConnections? = nil
+    genericPlans: Bool = false, liveness: DatabaseLiveness = .standard, group: DatabaseConnections? = nil
   ) {
     self.connection = PostgresConnection(
-      connectingLaterTo: conninfo, preparesStatements: preparesStatements, liveness: liveness, group: group)
+      connectingLaterTo: conninfo, preparesStatements: preparesStatements, genericPlans: genericPlans,
+      liveness: liveness, group: group)
     self.pool = pool
   }
 

@@ -21,16 +21,20 @@ public final class PostgresConnection: @unchecked Sendable {
   /// exchange), as a pooler in transaction mode needs: PgBouncer before 1.21 sends a connection's next
   /// statement to whichever server connection is free, where its prepared statement does not exist.
   public let preparesStatements: Bool
+  /// Prepared statements always run their generic plan, made of index scans only (plan_cache_mode and
+  /// enable_seqscan; SQL/session_settings.sql): for the connection that leases.
+  public let genericPlans: Bool
 
   /// `connectNow` (the default) connects at once, so a bad DATABASE_URL is reported at start-up rather
   /// than at the first job. Without it the init never fails: the first statement connects, as any
   /// statement reconnects a broken connection, so a process can start while the database is down.
   public init(
-    conninfo: String, connectNow: Bool = true, preparesStatements: Bool = true,
+    conninfo: String, connectNow: Bool = true, preparesStatements: Bool = true, genericPlans: Bool = false,
     liveness: DatabaseLiveness = .standard, group: DatabaseConnections? = nil
   ) throws(PostgresError) {
     self.conninfo = conninfo
     self.preparesStatements = preparesStatements
+    self.genericPlans = genericPlans
     self.liveness = liveness
     self.group = group
     if connectNow { try locked { () throws(PostgresError) in try connectLocked() } }
@@ -38,11 +42,12 @@ public final class PostgresConnection: @unchecked Sendable {
 
   /// Connects at the first statement (`init(conninfo:connectNow: false)`, without the `try`).
   public init(
-    connectingLaterTo conninfo: String, preparesStatements: Bool = true,
+    connectingLaterTo conninfo: String, preparesStatements: Bool = true, genericPlans: Bool = false,
     liveness: DatabaseLiveness = .standard, group: DatabaseConnections? = nil
   ) {
     self.conninfo = conninfo
     self.preparesStatements = preparesStatements
+    self.genericPlans = genericPlans
     self.liveness = liveness
     self.group = group
   }
@@ -215,7 +220,7 @@ public final class PostgresConnection: @unchecked Sendable {
     do throws(PostgresError) {
       let conn = try openConnection(conninfo, applicationName: "thumbd", liveness: liveness, group: group)
       do throws(PostgresError) {
-        if preparesStatements { try boundServerSide(conn) }
+        if preparesStatements { try applySessionSettings(conn) }
       } catch {
         PQfinish(conn)
         throw error
@@ -228,20 +233,23 @@ public final class PostgresConnection: @unchecked Sendable {
     }
   }
 
-  /// Gives the server's end of the connection the client's bounds (SQL/server_liveness.sql). Not behind
-  /// a pooler (`preparesStatements` false): there the server's peer is the pooler, which stays.
-  private func boundServerSide(_ conn: OpaquePointer) throws(PostgresError) {
+  /// Gives the server's end of the connection the client's bounds, and the plan cache its mode
+  /// (SQL/session_settings.sql). Not behind a pooler (`preparesStatements` false): there the server's
+  /// peer is the pooler, which stays, and a session setting would stay with a server connection others
+  /// borrow.
+  private func applySessionSettings(_ conn: OpaquePointer) throws(PostgresError) {
     let options = Self.options(of: conn)
     let standard = Dictionary(liveness.parameters.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
     func setting(_ key: String) -> String {
       options[key].flatMap { $0.isEmpty ? nil : $0 } ?? standard[key] ?? "0"
     }
     let interval = setting("keepalives_interval")
-    let parameters = SQL.ServerLiveness.Parameters(
+    let parameters = SQL.SessionSettings.Parameters(
       keepalivesIdle: setting("keepalives_idle"), keepalivesInterval: interval,
       keepalivesCount: setting("keepalives_count"), tcpUserTimeout: setting("tcp_user_timeout"),
-      checkInterval: String((Int(interval) ?? 2) * 1000))
-    let statement = SQL.ServerLiveness.statement
+      checkInterval: String((Int(interval) ?? 2) * 1000),
+      planCacheMode: genericPlans ? "force_generic_plan" : "auto", enableSeqscan: genericPlans ? "off" : "on")
+    let statement = SQL.SessionSettings.statement
     let deadline = liveness.deadline(for: statement.deadline).map { ContinuousClock.now + $0 }
     let answer = withCStrings(parameters.values) { values in
       PostgresExchange.run(conn, until: deadline) {
@@ -252,7 +260,7 @@ public final class PostgresConnection: @unchecked Sendable {
     guard case .success(let result) = answer else {
       throw PostgresError(
         kind: .connection,
-        message: "could not set the server's keepalives: " + String(cString: PQerrorMessage(conn)))
+        message: "could not apply the session settings: " + String(cString: PQerrorMessage(conn)))
     }
     _ = try consume(result, conn)
   }

@@ -101,15 +101,16 @@ public final class Worker: Sendable {
       case .back: readiness.databaseAnswered()
       }
     }
-    let connect = {
+    let connect = { (genericPlans: Bool) in
       JobQueue(
         client: PostgresClient(
           connectingLaterTo: self.config.databaseURL, pool: pool,
-          preparesStatements: self.config.preparedStatements, liveness: self.config.databaseLiveness,
-          group: connections),
+          preparesStatements: self.config.preparedStatements, genericPlans: genericPlans,
+          liveness: self.config.databaseLiveness, group: connections),
         publicURLBase: self.config.publicURLBase)
     }
-    let (leaser, writer, keeperQueue) = (connect(), connect(), connect())
+    // The lease and the outcomes run their generic plans (SQL/session_settings.sql).
+    let (leaser, writer, keeperQueue) = (connect(true), connect(true), connect(false))
     defer { [leaser, writer, keeperQueue].forEach { $0.client.close() } }
     let multi = CurlMulti()
     let originals = makeOriginalSource(pool: pool, multi: multi)
@@ -174,7 +175,7 @@ public final class Worker: Sendable {
     add("listener") { ListenerService(listener: listener, wake: runner.wake, pool: pool, activity: $0) }
     var webhookQueue: JobQueue?
     if let url = config.webhookURL, let secrets = config.webhookSecrets {
-      let queue = connect()
+      let queue = connect(false)
       webhookQueue = queue
       let events = NotificationListener(
         conninfo: config.databaseURL, channel: "thumbs_events", liveness: config.databaseLiveness,

@@ -17,7 +17,7 @@ extension WorkerConfig {
   var keeperSchedule: KeeperSchedule.Settings {
     KeeperSchedule.Settings(
       leaseSeconds: leaseSeconds, housekeepingSeconds: housekeepingInterval,
-      sampleSeconds: queueSampleInterval)
+      sampleSeconds: queueSampleInterval, promoteSeconds: pollInterval)
   }
 
   /// The held jobs' rules: the job slots and the retry policy.

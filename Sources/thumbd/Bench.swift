@@ -14,7 +14,7 @@ struct Bench: AsyncParsableCommand {
       Both run against DATABASE_URL, which should be a scratch database: they add jobs whose source_url
       starts with bench:// and delete them afterwards. No other worker may be running against it.
       """,
-    subcommands: [BenchQueue.self, BenchLatency.self, BenchMemory.self])
+    subcommands: [BenchQueue.self, BenchLatency.self, BenchLease.self, BenchMemory.self])
 }
 
 /// A handler that does nothing: what is left is the queue's own cost.
@@ -28,7 +28,7 @@ private func deleteBenchJobs(_ connection: PostgresConnection) throws {
 }
 
 /// Migrates the scratch database and clears earlier bench jobs.
-private func prepareBenchDatabase(_ url: String) throws {
+func prepareBenchDatabase(_ url: String) throws {
   guard
     let folder = Migrator.locateDirectory(preferred: ProcessInfo.processInfo.environment["THUMBD_MIGRATIONS"])
   else {
@@ -74,6 +74,11 @@ struct BenchQueue: AsyncParsableCommand {
   @Option(help: "worker instances in this process, each with its own connections") var workers = 1
   @Option(help: "other ready jobs of a leased URL taken along per lease (the worker's default: 32)")
   var leaseSiblings = 32
+  @Option(
+    help: ArgumentHelp(
+      "a local server's postmaster PID: also print the server's CPU per job, its insert included",
+      valueName: "pid"))
+  var serverPid: Int32?
 
   func run() async throws {
     Thumbd.bootstrapLogging()
@@ -81,6 +86,8 @@ struct BenchQueue: AsyncParsableCommand {
     try prepareBenchDatabase(url)
     let connection = try PostgresConnection(conninfo: url)
     defer { connection.close() }
+    let server = serverPid.map(ServerCPU.init(postmaster:))
+    let cpuBefore = try server?.seconds()
     try connection.run(BenchSQL.InsertJobs.self, .init(jobs: jobs))
     try connection.execute(script: BenchSQL.AnalyzeJobs.statement.text)
 
@@ -103,6 +110,10 @@ struct BenchQueue: AsyncParsableCommand {
     }
     let elapsed = start.duration(to: .now)
     let seconds = elapsed.milliseconds / 1000
+    // The workers' backends have exited: give the postmaster a moment to reap them (their CPU moves to
+    // its children's times then).
+    if server != nil { try await Task.sleep(for: .milliseconds(300)) }
+    let cpuAfter = try server?.seconds()
     let done = try connection.run(BenchSQL.SucceededJobs.self).first.map { Int($0.jobs) }
     try deleteBenchJobs(connection)
     guard totals.succeeded == jobs, done == jobs else {
@@ -118,6 +129,9 @@ struct BenchQueue: AsyncParsableCommand {
         totals.leaseStatements, totals.outcomeBatches, Double(jobs) / Double(max(1, totals.leaseStatements)),
         Double(jobs) / Double(max(1, totals.outcomeBatches))))
     print(String(format: "elapsed_s=%.3f", seconds))
+    if let cpuBefore, let cpuAfter {
+      print(String(format: "server_cpu_ms_per_job=%.3f", (cpuAfter - cpuBefore) * 1000 / Double(jobs)))
+    }
     print(String(format: "jobs_per_second=%.1f", Double(jobs) / seconds))
   }
 }

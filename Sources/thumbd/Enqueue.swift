@@ -15,6 +15,8 @@ struct Enqueue: AsyncParsableCommand {
   @Option(help: "profile name") var profile = "default"
   @Option(help: "higher runs first") var priority = 0
   @Option(name: .customLong("external-id"), help: "the backend's own id of the photo") var externalID: String?
+  @Option(help: "the user or tenant the job is for: owners of equal priority are served in turn")
+  var owner: String?
 
   /// Through the queue's own API, as a backend's code would call `thumbs.enqueue`.
   func run() async throws {
@@ -23,6 +25,7 @@ struct Enqueue: AsyncParsableCommand {
     let queue = JobQueue(client: try await PostgresClient(conninfo: try database.resolved(), pool: pool))
     defer { queue.client.close() }
     print(
-      try await queue.enqueue(sourceURL: url, profile: profile, priority: priority, externalID: externalID))
+      try await queue.enqueue(
+        sourceURL: url, profile: profile, priority: priority, externalID: externalID, owner: owner))
   }
 }

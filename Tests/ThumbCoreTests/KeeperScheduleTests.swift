@@ -67,20 +67,34 @@ import Testing
 
 @Suite struct KeeperScheduleTests {
   let t0 = ContinuousClock.now
-  /// Lease 3 s: heartbeats every second; housekeeping every 60 s; the queue sampled every 5 s.
+  /// Lease 3 s: heartbeats every second; housekeeping every 60 s; the queue sampled every 5 s; due jobs
+  /// promoted every 2 s.
   var schedule: KeeperSchedule {
-    KeeperSchedule(.init(leaseSeconds: 3, housekeepingSeconds: 60, sampleSeconds: 5), start: t0)
+    KeeperSchedule(
+      .init(leaseSeconds: 3, housekeepingSeconds: 60, sampleSeconds: 5, promoteSeconds: 2), start: t0)
   }
 
-  @Test func samplesAtOnceThenHeartbeatsEveryThirdOfTheLease() {
+  @Test func samplesAndPromotesAtOnceThenHeartbeatsEveryThirdOfTheLease() {
     var s = schedule
-    #expect(s.due(now: t0, stopping: false) == [.sampleQueue])
+    #expect(s.due(now: t0, stopping: false) == [.sampleQueue, .promoteDue])
     #expect(s.nextWake(stopping: false) == t0 + .seconds(1))
     #expect(s.due(now: t0 + .milliseconds(500), stopping: false) == [])
     #expect(
       s.due(now: t0 + .seconds(1), stopping: false) == [.heartbeat, .rescue, .housekeeping])
-    #expect(s.due(now: t0 + .seconds(2), stopping: false) == [.heartbeat, .rescue])
-    #expect(s.due(now: t0 + .seconds(5), stopping: false) == [.heartbeat, .rescue, .sampleQueue])
+    #expect(s.due(now: t0 + .seconds(2), stopping: false) == [.heartbeat, .rescue, .promoteDue])
+    #expect(
+      s.due(now: t0 + .seconds(5), stopping: false) == [.heartbeat, .rescue, .sampleQueue, .promoteDue])
+  }
+
+  @Test func promotionComesEveryIntervalAndWakesTheKeeperForIt() {
+    var s = KeeperSchedule(
+      .init(leaseSeconds: 30, housekeepingSeconds: 60, sampleSeconds: 5, promoteSeconds: 1), start: t0)
+    _ = s.due(now: t0, stopping: false)
+    // Heartbeats every 10 s, the sample every 5 s: the keeper still wakes each second to promote.
+    #expect(s.nextWake(stopping: false) == t0 + .seconds(1))
+    #expect(s.due(now: t0 + .seconds(1), stopping: false) == [.promoteDue])
+    #expect(s.due(now: t0 + .milliseconds(1500), stopping: false) == [])
+    #expect(s.due(now: t0 + .seconds(2), stopping: false) == [.promoteDue])
   }
 
   @Test func housekeepingComesEveryInterval() {
@@ -95,6 +109,7 @@ import Testing
     #expect(s.due(now: t0 + .seconds(1), stopping: true) == [.heartbeat])
     #expect(s.nextWake(stopping: true) == t0 + .seconds(2))
     #expect(s.due(now: t0 + .seconds(100), stopping: true) == [.heartbeat])
+    #expect(!s.due(now: t0 + .seconds(200), stopping: true).contains(.promoteDue))
   }
 
   @Test func aLateRoundSchedulesFromWhenItRan() {

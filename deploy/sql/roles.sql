@@ -15,7 +15,8 @@
 --                    objects (migrations/0013), LISTEN/NOTIFY.
 --   thumbd_enqueuer  the photo backend: thumbs.enqueue, thumbs.retry, thumbs.cancel, thumbs.forget,
 --                    thumbs.forget_external, thumbs.rerender (SECURITY DEFINER), thumbs.source_identity,
---                    thumbs.check_profile (a spec checked without saving it), and reading thumbs.jobs, thumbs.variants, thumbs.queue_overview,
+--                    thumbs.check_profile (a spec checked without saving it), and reading thumbs.jobs,
+--                    thumbs.variants, thumbs.queue_overview, thumbs.owner_overview,
 --                    thumbs.current_variants, thumbs.events (and thumbs.events_after),
 --                    thumbs.rerender_overview. Nothing else: it cannot update or delete jobs itself,
 --                    change profiles or administer webhooks (thumbd_admin's).
@@ -49,8 +50,10 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.variants TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.photos, thumbs.photo_variants TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.originals TO thumbd_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON thumbs.workers TO thumbd_worker;
+-- The fleet's shared count of the live queue (migrations/0019).
+GRANT SELECT, INSERT, UPDATE ON thumbs.queue_sample TO thumbd_worker;
 GRANT SELECT ON thumbs.profiles, thumbs.schema_migrations TO thumbd_worker;
-GRANT SELECT ON thumbs.queue_overview, thumbs.worker_overview, thumbs.stuck_jobs TO thumbd_worker;
+GRANT SELECT ON thumbs.queue_overview, thumbs.owner_overview, thumbs.worker_overview, thumbs.stuck_jobs TO thumbd_worker;
 -- Completion events (migrations/0010) are written by the worker's outcome statements.
 GRANT SELECT, INSERT, DELETE ON thumbs.event_log TO thumbd_worker;
 GRANT SELECT ON thumbs.events TO thumbd_worker;
@@ -69,11 +72,11 @@ GRANT EXECUTE ON FUNCTION thumbs.append_attempt(jsonb, jsonb), thumbs.expire_wor
   thumbs.add_gc_candidates(text[], text, timestamptz) TO thumbd_worker;
 
 -- The backend.
-GRANT EXECUTE ON FUNCTION thumbs.enqueue(text, text, integer, timestamptz, jsonb, text), thumbs.retry(bigint),
+GRANT EXECUTE ON FUNCTION thumbs.enqueue(text, text, integer, timestamptz, jsonb, text, text), thumbs.retry(bigint),
   thumbs.cancel(bigint), thumbs.forget(bigint), thumbs.forget_external(text), thumbs.rerender(text, integer)
   TO thumbd_enqueuer;
-GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview, thumbs.current_variants,
-  thumbs.events, thumbs.rerender_overview TO thumbd_enqueuer;
+GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview, thumbs.owner_overview,
+  thumbs.current_variants, thumbs.events, thumbs.rerender_overview TO thumbd_enqueuer;
 -- The photo identity of a source URL (how a presigned URL is looked up), and the events' cursor.
 GRANT EXECUTE ON FUNCTION thumbs.events_after(text, integer), thumbs.source_identity(text) TO thumbd_enqueuer;
 -- A profile spec checked before an operator saves it (migrations/0015).

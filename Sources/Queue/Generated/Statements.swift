@@ -438,10 +438,10 @@ public enum SQL {
     public static let statement = SQLStatement(
       name: "enqueue_job",
       text: #"""
-        SELECT thumbs.enqueue($1, $2, $3::int, external_id => $4) AS id
+        SELECT thumbs.enqueue($1, $2, $3::int, external_id => $4, owner => $5) AS id
         """#,
-      parameters: ["source_url", "profile", "priority", "external_id"],
-      parameterTypes: ["text", "text", "int", "text"],
+      parameters: ["source_url", "profile", "priority", "external_id", "owner"],
+      parameterTypes: ["text", "text", "int", "text", "text"],
       columns: ["id"],
       columnTypes: ["bigint"],
       deadline: .quick)
@@ -451,16 +451,21 @@ public enum SQL {
       public var profile: String
       public var priority: Int
       public var externalID: String?
+      public var owner: String?
 
-      public init(sourceURL: String, profile: String, priority: Int, externalID: String?) {
+      public init(sourceURL: String, profile: String, priority: Int, externalID: String?, owner: String?) {
         self.sourceURL = sourceURL
         self.profile = profile
         self.priority = priority
         self.externalID = externalID
+        self.owner = owner
       }
 
       public var values: [String?] {
-        [sourceURL.postgresText, profile.postgresText, priority.postgresText, externalID?.postgresText]
+        [
+          sourceURL.postgresText, profile.postgresText, priority.postgresText, externalID?.postgresText,
+          owner?.postgresText,
+        ]
       }
     }
 
@@ -1360,8 +1365,10 @@ public enum SQL {
     }
   }
 
-  /// Claims up to $2 ready jobs: highest priority first, then oldest run_at. SKIP LOCKED lets many
-  /// workers lease at once without waiting on each other's rows; attempts is counted here, at lease.
+  /// Claims up to $2 due jobs: highest priority first, then the lowest turn (migrations/0019: owners are
+  /// served in turn), then the oldest id. Every due queued job has a turn and only those do, so the pick is
+  /// the first rows of jobs_turn_idx whatever the backlog. SKIP LOCKED lets many workers lease at once
+  /// without waiting on each other's rows; attempts is counted here, at lease.
   ///
   /// Siblings: with each batch come up to $4 more ready jobs naming a source the batch already names (the
   /// same photo under other profiles; sources are compared by identity, thumbs.source_identity), so one worker downloads a popular original once for all of them
@@ -1378,25 +1385,23 @@ public enum SQL {
       text: #"""
         WITH picked AS MATERIALIZED (
           SELECT id, source_key, shares_source FROM thumbs.jobs
-           WHERE state = 'queued' AND run_at <= now()
-           ORDER BY priority DESC, run_at, id
+           WHERE state = 'queued' AND turn IS NOT NULL
+           ORDER BY priority DESC, turn, id
            LIMIT $2
            FOR UPDATE SKIP LOCKED),
         siblings AS MATERIALIZED (
           SELECT s.id FROM thumbs.jobs s
-           WHERE s.source_key IN (SELECT source_key FROM picked WHERE shares_source)
+           WHERE s.source_key = ANY (ARRAY(SELECT source_key FROM picked WHERE shares_source))
              AND s.state = 'queued' AND s.run_at <= now()
-             AND s.id NOT IN (SELECT id FROM picked)
-           ORDER BY s.id
+             AND s.id <> ALL (ARRAY(SELECT id FROM picked))
            LIMIT $4
            FOR UPDATE SKIP LOCKED),
         chosen AS (SELECT id FROM picked UNION ALL SELECT id FROM siblings),
         leased AS (
           UPDATE thumbs.jobs j
-             SET state = 'running', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
+             SET state = 'running', turn = NULL, attempts = j.attempts + 1, lease_token = gen_random_uuid(),
                  lease_expires_at = now() + make_interval(secs => $3::float8), leased_by = $1, started_at = now()
-            FROM chosen
-           WHERE j.id = chosen.id
+           WHERE j.id = ANY (ARRAY(SELECT id FROM chosen))
           RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token)
         SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token,
                CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1
@@ -1580,6 +1585,51 @@ public enum SQL {
     public typealias Row = NoRow
   }
 
+  /// Queued jobs whose run_at has come (a retry's backoff over, a scheduled job's time) get their turn
+  /// (migrations/0019): touching run_at lets the jobs_take_turn_update trigger place each at the end of its
+  /// owner's line. Every worker runs it about once a second; SKIP LOCKED keeps two off the same rows. At
+  /// most 1,000 at a time, the longest due first (a constant, not a parameter: so the statement's plan is
+  /// made once, not for every run). When any were promoted, one thumbs_jobs notification wakes
+  /// idle workers (the uncorrelated subquery runs once, and only then).
+  public enum PromoteDueJobs: TypedStatement {
+    public static let statement = SQLStatement(
+      name: "promote_due_jobs",
+      text: #"""
+        WITH due AS (
+          SELECT id FROM thumbs.jobs
+           WHERE state = 'queued' AND turn IS NULL AND run_at <= now()
+           ORDER BY run_at
+           LIMIT 1000
+           FOR UPDATE SKIP LOCKED),
+        promoted AS (
+          UPDATE thumbs.jobs j SET run_at = j.run_at
+            FROM due
+           WHERE j.id = due.id AND j.state = 'queued' AND j.turn IS NULL
+          RETURNING j.id)
+        SELECT count(*) AS promoted,
+               CASE WHEN count(*) > 0 THEN (SELECT count(*) FROM (SELECT pg_notify('thumbs_jobs', '')) n) ELSE 0 END
+                 AS notified
+          FROM promoted
+        """#,
+      parameters: [],
+      parameterTypes: [],
+      columns: ["promoted", "notified"],
+      columnTypes: ["bigint", "bigint"],
+      deadline: .quick)
+
+    public typealias Parameters = NoParameters
+
+    public struct Row: StatementRow, Equatable {
+      public var promoted: Int64
+      public var notified: Int64
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        promoted = try row.decode("promoted")
+        notified = try row.decode("notified")
+      }
+    }
+  }
+
   /// Deletes completion events older than $1 seconds, among the $2 oldest; returns how many. The caller
   /// repeats it until it deletes less than a batch: short transactions, few locks.
   public enum PruneEvents: TypedStatement {
@@ -1693,39 +1743,75 @@ public enum SQL {
   }
 
   /// The live part of the queue, for metrics and readiness: jobs queued, of those the ones due now
-  /// (ready), jobs running, and how long the oldest ready job has been due (0 when none is).
+  /// (ready), jobs running, how long the oldest ready job has been due (0 when none is), and the objects
+  /// collection still has to decide on or delete (gc_backlog, migrations/0013).
   ///
-  /// It runs every few seconds on every worker, while thumbs.jobs may hold millions of finished rows
-  /// until retention deletes them. So it reads only the partial indexes of the live states: one scan of
-  /// jobs_ready_idx (state = 'queued', which holds run_at) gives queued, ready and the oldest run_at, and
-  /// jobs_running_idx (state = 'running') gives running. Finished jobs are not counted: that would read
-  /// every finished row (thumbs.queue_overview does, for people who ask).
+  /// Every worker asks every few seconds, and the counts read every live job's index entry: a fleet of
+  /// many workers over a backlog of millions would spend a database core counting. So the fleet shares
+  /// one count, thumbs.queue_sample (migrations/0019): a sample younger than $1 seconds is the answer;
+  /// an older one is counted again by the one worker that takes its row lock (SKIP LOCKED: the others
+  /// answer with the old sample meanwhile, its oldest_ready_seconds aged). $1 = 0 always counts.
   ///
-  /// gc_backlog: objects collection still has to decide on or delete (migrations/0013), from the partial
-  /// index of candidates.
+  /// The counts read only the partial indexes of the live states, never the finished jobs the table may
+  /// hold until retention deletes them: one scan of jobs_ready_idx (state = 'queued', which holds run_at)
+  /// gives queued, ready and the oldest run_at, and jobs_running_idx gives running; gc_backlog comes from
+  /// the partial index of candidates.
   public enum QueueDepth: TypedStatement {
     public static let statement = SQLStatement(
       name: "queue_depth",
       text: #"""
-        WITH queued AS (
-          SELECT count(*) AS queued,
-                 count(*) FILTER (WHERE run_at <= now()) AS ready,
-                 min(run_at) FILTER (WHERE run_at <= now()) AS oldest_ready
-            FROM thumbs.jobs
-           WHERE state = 'queued')
-        SELECT q.queued, q.ready,
-               (SELECT count(*) FROM thumbs.jobs WHERE state = 'running') AS running,
-               coalesce(extract(epoch FROM now() - q.oldest_ready), 0)::float8 AS oldest_ready_seconds,
-               (SELECT count(*) FROM thumbs.gc_objects g WHERE g.state IS NOT NULL) AS gc_backlog
-          FROM queued q
+        WITH stale AS MATERIALIZED (
+          SELECT s.one FROM thumbs.queue_sample s
+           WHERE s.taken_at <= now() - make_interval(secs => $1::float8)
+           FOR UPDATE SKIP LOCKED),
+        recount AS MATERIALIZED (
+          SELECT 1 AS yes WHERE EXISTS (SELECT FROM stale) OR NOT EXISTS (SELECT FROM thumbs.queue_sample)),
+        counted AS (
+          SELECT q.queued, q.ready,
+                 (SELECT count(*) FROM thumbs.jobs WHERE state = 'running') AS running,
+                 coalesce(extract(epoch FROM now() - q.oldest_ready), 0)::float8 AS oldest_ready_seconds,
+                 (SELECT count(*) FROM thumbs.gc_objects g WHERE g.state IS NOT NULL) AS gc_backlog
+            FROM recount,
+                 LATERAL (SELECT count(*) AS queued,
+                                 count(*) FILTER (WHERE run_at <= now()) AS ready,
+                                 min(run_at) FILTER (WHERE run_at <= now()) AS oldest_ready
+                            FROM thumbs.jobs
+                           WHERE state = 'queued') q),
+        saved AS (
+          INSERT INTO thumbs.queue_sample AS s (one, taken_at, queued, ready, running, oldest_ready_seconds,
+                                                gc_backlog)
+          SELECT true, now(), c.queued, c.ready, c.running, c.oldest_ready_seconds, c.gc_backlog FROM counted c
+          ON CONFLICT (one) DO UPDATE
+             SET taken_at = excluded.taken_at, queued = excluded.queued, ready = excluded.ready,
+                 running = excluded.running, oldest_ready_seconds = excluded.oldest_ready_seconds,
+                 gc_backlog = excluded.gc_backlog
+          RETURNING s.queued, s.ready, s.running, s.oldest_ready_seconds, s.gc_backlog)
+        SELECT queued, ready, running, oldest_ready_seconds, gc_backlog FROM saved
+        UNION ALL
+        SELECT s.queued, s.ready, s.running,
+               s.oldest_ready_seconds
+                 + CASE WHEN s.ready > 0 THEN extract(epoch FROM now() - s.taken_at)::float8 ELSE 0 END,
+               s.gc_backlog
+          FROM thumbs.queue_sample s
+         WHERE NOT EXISTS (SELECT FROM saved)
         """#,
-      parameters: [],
-      parameterTypes: [],
+      parameters: ["max_age"],
+      parameterTypes: ["float8"],
       columns: ["queued", "ready", "running", "oldest_ready_seconds", "gc_backlog"],
       columnTypes: ["bigint", "bigint", "bigint", "float8", "bigint"],
       deadline: .quick)
 
-    public typealias Parameters = NoParameters
+    public struct Parameters: StatementParameters {
+      public var maxAge: Double
+
+      public init(maxAge: Double) {
+        self.maxAge = maxAge
+      }
+
+      public var values: [String?] {
+        [maxAge.postgresText]
+      }
+    }
 
     public struct Row: StatementRow, Equatable {
       public var queued: Int64
@@ -1982,29 +2068,41 @@ public enum SQL {
     }
   }
 
-  /// Gives the server's side of a connection the bounds of the client's (DatabaseLiveness, or what the
+  /// A prepared-statement connection's session settings.
+  ///
+  /// The server's side of the connection gets the bounds of the client's (DatabaseLiveness, or what the
   /// URL set instead): a worker or a `thumbd migrate` whose host vanishes is noticed by the server within
   /// them, so its open transaction is rolled back and its session lock (lock_migrations) released, and its
   /// backend does not keep a connection slot, instead of until the server's own keepalives give up (two
   /// hours by default). client_connection_check_interval (PostgreSQL 14 and later) also ends a statement
   /// that waits on a lock once its client is found gone. Values in the units of the settings: seconds,
   /// a count, milliseconds, milliseconds.
-  public enum ServerLiveness: TypedStatement {
+  ///
+  /// plan_cache_mode and enable_seqscan ($6, $7): force_generic_plan and off on the connection that
+  /// leases, auto and on elsewhere. The lease's `LIMIT $2` makes its generic plan look costly to PostgreSQL
+  /// (it assumes a tenth of the queue is wanted), so left to itself it plans the statement afresh for every
+  /// lease, the largest single cost of a small lease. A generic plan is made once, though, perhaps while
+  /// the table is nearly empty, when reading it whole looks cheapest; without sequential scans it is index
+  /// scans only, the same plan from an empty queue to millions of queued jobs (LeasePlanTests).
+  public enum SessionSettings: TypedStatement {
     public static let statement = SQLStatement(
-      name: "server_liveness",
+      name: "session_settings",
       text: #"""
         SELECT count(*) AS settings FROM (
           SELECT set_config('tcp_keepalives_idle', $1, false)
           UNION ALL SELECT set_config('tcp_keepalives_interval', $2, false)
           UNION ALL SELECT set_config('tcp_keepalives_count', $3, false)
           UNION ALL SELECT set_config('tcp_user_timeout', $4, false)
+          UNION ALL SELECT set_config('plan_cache_mode', $6, false)
+          UNION ALL SELECT set_config('enable_seqscan', $7, false)
           UNION ALL SELECT set_config('client_connection_check_interval', $5, false)
            WHERE current_setting('server_version_num')::int >= 140000) AS applied
         """#,
       parameters: [
         "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout", "check_interval",
+        "plan_cache_mode", "enable_seqscan",
       ],
-      parameterTypes: ["text", "text", "text", "text", "text"],
+      parameterTypes: ["text", "text", "text", "text", "text", "text", "text"],
       columns: ["settings"],
       columnTypes: ["bigint"],
       deadline: .quick)
@@ -2015,22 +2113,27 @@ public enum SQL {
       public var keepalivesCount: String
       public var tcpUserTimeout: String
       public var checkInterval: String
+      public var planCacheMode: String
+      public var enableSeqscan: String
 
       public init(
         keepalivesIdle: String, keepalivesInterval: String, keepalivesCount: String, tcpUserTimeout: String,
-        checkInterval: String
+        checkInterval: String, planCacheMode: String, enableSeqscan: String
       ) {
         self.keepalivesIdle = keepalivesIdle
         self.keepalivesInterval = keepalivesInterval
         self.keepalivesCount = keepalivesCount
         self.tcpUserTimeout = tcpUserTimeout
         self.checkInterval = checkInterval
+        self.planCacheMode = planCacheMode
+        self.enableSeqscan = enableSeqscan
       }
 
       public var values: [String?] {
         [
           keepalivesIdle.postgresText, keepalivesInterval.postgresText, keepalivesCount.postgresText,
-          tcpUserTimeout.postgresText, checkInterval.postgresText,
+          tcpUserTimeout.postgresText, checkInterval.postgresText, planCacheMode.postgresText,
+          enableSeqscan.postgresText,
         ]
       }
     }
@@ -2234,9 +2337,10 @@ public enum SQL {
     GcDeleted.statement, GcFailed.statement, GcFence.statement, GcMark.statement, GcSettle.statement,
     GcUnclaimed.statement, GcUnnamed.statement, GcWaiting.statement, HandBackJobs.statement,
     HeartbeatJobs.statement, LeaseJobs.statement, LeaseWebhookDeliveries.statement, ListenJobs.statement,
-    LockMigrations.statement, PruneEvents.statement, PruneJobs.statement, PruneOriginals.statement,
-    QueueDepth.statement, RecordMigration.statement, RecordOriginal.statement, RegisterWebhook.statement,
-    RescueExpiredJobs.statement, SchemaVersion.statement, ServerLiveness.statement, StatusQueue.statement,
-    StatusWorkers.statement, UnheldJobs.statement, UnlockMigrations.statement, WithdrawWorker.statement,
+    LockMigrations.statement, PromoteDueJobs.statement, PruneEvents.statement, PruneJobs.statement,
+    PruneOriginals.statement, QueueDepth.statement, RecordMigration.statement, RecordOriginal.statement,
+    RegisterWebhook.statement, RescueExpiredJobs.statement, SchemaVersion.statement,
+    SessionSettings.statement, StatusQueue.statement, StatusWorkers.statement, UnheldJobs.statement,
+    UnlockMigrations.statement, WithdrawWorker.statement,
   ]
 }

@@ -1,6 +1,8 @@
 -- name: lease_jobs
--- Claims up to $2 ready jobs: highest priority first, then oldest run_at. SKIP LOCKED lets many
--- workers lease at once without waiting on each other's rows; attempts is counted here, at lease.
+-- Claims up to $2 due jobs: highest priority first, then the lowest turn (migrations/0019: owners are
+-- served in turn), then the oldest id. Every due queued job has a turn and only those do, so the pick is
+-- the first rows of jobs_turn_idx whatever the backlog. SKIP LOCKED lets many workers lease at once
+-- without waiting on each other's rows; attempts is counted here, at lease.
 --
 -- Siblings: with each batch come up to $4 more ready jobs naming a source the batch already names (the
 -- same photo under other profiles; sources are compared by identity, thumbs.source_identity), so one worker downloads a popular original once for all of them
@@ -17,25 +19,23 @@
 -- deadline: quick
 WITH picked AS MATERIALIZED (
   SELECT id, source_key, shares_source FROM thumbs.jobs
-   WHERE state = 'queued' AND run_at <= now()
-   ORDER BY priority DESC, run_at, id
+   WHERE state = 'queued' AND turn IS NOT NULL
+   ORDER BY priority DESC, turn, id
    LIMIT $2
    FOR UPDATE SKIP LOCKED),
 siblings AS MATERIALIZED (
   SELECT s.id FROM thumbs.jobs s
-   WHERE s.source_key IN (SELECT source_key FROM picked WHERE shares_source)
+   WHERE s.source_key = ANY (ARRAY(SELECT source_key FROM picked WHERE shares_source))
      AND s.state = 'queued' AND s.run_at <= now()
-     AND s.id NOT IN (SELECT id FROM picked)
-   ORDER BY s.id
+     AND s.id <> ALL (ARRAY(SELECT id FROM picked))
    LIMIT $4
    FOR UPDATE SKIP LOCKED),
 chosen AS (SELECT id FROM picked UNION ALL SELECT id FROM siblings),
 leased AS (
   UPDATE thumbs.jobs j
-     SET state = 'running', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
+     SET state = 'running', turn = NULL, attempts = j.attempts + 1, lease_token = gen_random_uuid(),
          lease_expires_at = now() + make_interval(secs => $3::float8), leased_by = $1, started_at = now()
-    FROM chosen
-   WHERE j.id = chosen.id
+   WHERE j.id = ANY (ARRAY(SELECT id FROM chosen))
   RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token)
 SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token,
        CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1

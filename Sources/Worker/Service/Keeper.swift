@@ -160,12 +160,22 @@ struct Keeper: Service, WithServiceContext {
       }
     case .rescue:
       await rescue()
+    case .promoteDue:
+      do {
+        try await queue.promoteDue()
+      } catch {
+        logger.debug("could not promote due jobs", metadata: ["error": "\(error)"])
+      }
     case .housekeeping:
       await housekeeping()
     case .sampleQueue:
       do {
         metrics.queue(
-          try await readiness.observe { () throws(PostgresError) in try await queue.queueDepth() })
+          try await readiness.observe { () throws(PostgresError) in
+            // The fleet shares one count (SQL/queue_depth.sql): a younger one than this worker's own
+            // interval is as good as its own.
+            try await queue.queueDepth(maxAge: config.queueSampleInterval * 0.8)
+          })
       } catch {
         logger.debug("could not sample the queue", metadata: ["error": "\(error)"])
       }

@@ -92,6 +92,41 @@ enum BenchSQL {
     typealias Row = NoRow
   }
 
+  /// `thumbd bench lease`: $1 queued no-op jobs, spread over $3 owners named $2 followed by a number
+  /// (the jobs_take_turn trigger gives each its place in line, as for any insert).
+  enum InsertOwnerJobs: TypedStatement {
+    static let statement = SQLStatement(
+      name: "insert_owner_jobs",
+      text: #"""
+        INSERT INTO thumbs.jobs (source_url, profile, owner)
+        SELECT 'bench://lease/' || $2::text || '/' || g, 'default', $2::text || (g % $3::int)
+          FROM generate_series(1, $1::int) AS g
+        """#,
+      parameters: ["jobs", "owner_prefix", "owners"],
+      parameterTypes: ["int", "text", "int"],
+      columns: [],
+      columnTypes: [],
+      deadline: .none)
+
+    struct Parameters: StatementParameters {
+      var jobs: Int
+      var ownerPrefix: String
+      var owners: Int
+
+      init(jobs: Int, ownerPrefix: String, owners: Int) {
+        self.jobs = jobs
+        self.ownerPrefix = ownerPrefix
+        self.owners = owners
+      }
+
+      var values: [String?] {
+        [jobs.postgresText, ownerPrefix.postgresText, owners.postgresText]
+      }
+    }
+
+    typealias Row = NoRow
+  }
+
   /// `thumbd bench`: live jobs left once the bench jobs are gone; any means the database is not a
   /// scratch database, and the bench refuses to run.
   enum LiveJobs: TypedStatement {
@@ -163,6 +198,6 @@ enum BenchSQL {
   /// All of them, in file name order.
   static let all: [SQLStatement] = [
     AnalyzeJobs.statement, DeleteJobs.statement, DeleteWorkers.statement, InsertJobs.statement,
-    LiveJobs.statement, SucceededJobs.statement, VacuumJobs.statement,
+    InsertOwnerJobs.statement, LiveJobs.statement, SucceededJobs.statement, VacuumJobs.statement,
   ]
 }

@@ -61,7 +61,7 @@ struct DatabaseLivenessTests {
     let after = try connection.query("SELECT pg_backend_pid()::text").rows[0][0]
     #expect(after != before, "a new connection")
     #expect(try connection.query("SELECT pg_sleep(5)::text", deadline: .batch).rows == [[""]])
-    // The server's end of the connection has the client's bounds (SQL/server_liveness.sql).
+    // The server's end of the connection has the client's bounds (SQL/session_settings.sql).
     let settings = try connection.query(
       "SELECT current_setting('client_connection_check_interval'), current_setting('tcp_user_timeout')")
     #expect(settings.rows == [["1s", "2000"]] || settings.rows == [["1s", "0"]], "\(settings.rows)")

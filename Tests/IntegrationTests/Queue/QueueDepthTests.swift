@@ -47,12 +47,45 @@ struct QueueDepthTests {
     let connection = try PostgresConnection(conninfo: database)
     defer { connection.close() }
     try connection.execute(script: "VACUUM ANALYZE thumbs.jobs")
-    let plan = try connection.query("EXPLAIN " + SQL.QueueDepth.statement.text).rows.compactMap {
+    try connection.execute(script: "PREPARE depth(float8) AS " + SQL.QueueDepth.statement.text)
+    let plan = try connection.query("EXPLAIN EXECUTE depth(0)").rows.compactMap {
       $0.first ?? nil
     }
     .joined(separator: "\n")
     #expect(!plan.contains("Seq Scan on jobs"), "\(plan)")
     #expect(plan.contains("jobs_ready_idx") && plan.contains("jobs_running_idx"), "\(plan)")
+  }
+
+  /// The fleet shares one count: a younger one is the answer, an older one is counted again by one worker
+  /// while the others answer with the old count, without waiting for it.
+  @Test func theFleetSharesOneCount() async throws {
+    let database = try TestDatabase.create()
+    let queue = JobQueue(client: try await PostgresClient(conninfo: database, pool: pool))
+    defer { queue.client.close() }
+    try sql(database, "SELECT thumbs.enqueue('http://example.com/a.jpg')")
+    #expect(try await queue.queueDepth(maxAge: 60).queued == 1)
+    try sql(database, "SELECT thumbs.enqueue('http://example.com/b.jpg')")
+    // Younger than a minute: the stored count.
+    #expect(try await queue.queueDepth(maxAge: 60).queued == 1)
+    // Older than 0 s: counted again, and stored.
+    #expect(try await queue.queueDepth(maxAge: 0).queued == 2)
+    try sql(database, "SELECT thumbs.enqueue('http://example.com/c.jpg')")
+    #expect(try await queue.queueDepth(maxAge: 60).queued == 2)
+
+    // Another worker is counting (it holds the sample's row): this one answers with the old count at once.
+    let counting = try PostgresConnection(conninfo: database)
+    defer { counting.close() }
+    try counting.execute(script: "BEGIN; SELECT * FROM thumbs.queue_sample FOR UPDATE")
+    let started = ContinuousClock.now
+    #expect(try await queue.queueDepth(maxAge: 0).queued == 2)
+    #expect(started.duration(to: .now) < .seconds(2))
+    try counting.execute(script: "ROLLBACK")
+    #expect(try await queue.queueDepth(maxAge: 0).queued == 3)
+
+    // Without a sample row (deleted by hand), it counts and stores one again.
+    try sql(database, "DELETE FROM thumbs.queue_sample")
+    #expect(try await queue.queueDepth(maxAge: 60).queued == 3)
+    #expect(try sql(database, "SELECT count(*) FROM thumbs.queue_sample").rows == [["1"]])
   }
 
   @Test func aLazyConnectionConnectsAtItsFirstStatement() async throws {
@@ -61,12 +94,12 @@ struct QueueDepthTests {
     let down = "postgresql://postgres@127.0.0.1:1/thumbd?connect_timeout=2"
     #expect(throws: PostgresError.self) { try PostgresConnection(conninfo: down) }
     let waiting = try PostgresConnection(conninfo: down, connectNow: false)
-    let error = #expect(throws: PostgresError.self) { try waiting.run(SQL.QueueDepth.self) }
+    let error = #expect(throws: PostgresError.self) { try waiting.run(SQL.QueueDepth.self, .init(maxAge: 0)) }
     #expect(error?.kind == .connection)
 
     let lazy = try PostgresConnection(conninfo: database, connectNow: false)
     defer { lazy.close() }
-    #expect(try lazy.run(SQL.QueueDepth.self).first?.queued == 0)
+    #expect(try lazy.run(SQL.QueueDepth.self, .init(maxAge: 0)).first?.queued == 0)
 
     let client = PostgresClient(connectingLaterTo: down, pool: pool)
     let queue = JobQueue(client: client)

@@ -11,18 +11,25 @@ public struct KeeperSchedule: Sendable {
     case housekeeping
     /// Count the live jobs for the queue gauges; its answer also tells readiness the database is there.
     case sampleQueue
+    /// Give queued jobs whose run_at has come their turn in line, so that the lease sees them.
+    case promoteDue
   }
 
   public struct Settings: Sendable {
     public var heartbeatInterval: Duration
     public var housekeepingInterval: Duration
     public var sampleInterval: Duration
+    /// How late after its run_at a deferred job may get its turn, at most (and the lease's poll after it).
+    public var promoteInterval: Duration
 
     /// Heartbeats every third of the lease, so two can be lost before a lease expires.
-    public init(leaseSeconds: Double, housekeepingSeconds: Double, sampleSeconds: Double = 5) {
+    public init(
+      leaseSeconds: Double, housekeepingSeconds: Double, sampleSeconds: Double = 5, promoteSeconds: Double = 1
+    ) {
       heartbeatInterval = .seconds(max(0.2, leaseSeconds / 3))
       housekeepingInterval = .seconds(housekeepingSeconds)
       sampleInterval = .seconds(sampleSeconds)
+      promoteInterval = .seconds(promoteSeconds)
     }
   }
 
@@ -30,19 +37,22 @@ public struct KeeperSchedule: Sendable {
   private var nextHeartbeat: ContinuousClock.Instant
   private var nextHousekeeping: ContinuousClock.Instant
   private var nextSample: ContinuousClock.Instant
+  private var nextPromote: ContinuousClock.Instant
 
   /// `start`: when the worker reached the database. Heartbeats and rescue come one interval later (the
-  /// start-up itself announced and rescued); housekeeping too; the queue is sampled at once.
+  /// start-up itself announced and rescued); housekeeping too; the queue is sampled and due jobs are
+  /// promoted at once.
   public init(_ settings: Settings, start: ContinuousClock.Instant) {
     self.settings = settings
     nextHeartbeat = start + settings.heartbeatInterval
     nextHousekeeping = start + settings.heartbeatInterval
     nextSample = start
+    nextPromote = start
   }
 
   /// The tasks due at `now`, in the order to run them; each is scheduled again one interval from `now`.
   /// A stopping worker only heartbeats: it keeps its leases alive while its jobs finish or are handed
-  /// back, and leaves rescue and housekeeping to the workers that stay.
+  /// back, and leaves rescue, promotion and housekeeping to the workers that stay.
   public mutating func due(now: ContinuousClock.Instant, stopping: Bool) -> [Task] {
     var tasks: [Task] = []
     if now >= nextHeartbeat {
@@ -59,12 +69,16 @@ public struct KeeperSchedule: Sendable {
       nextSample = now + settings.sampleInterval
       tasks.append(.sampleQueue)
     }
+    if now >= nextPromote {
+      nextPromote = now + settings.promoteInterval
+      tasks.append(.promoteDue)
+    }
     return tasks
   }
 
   /// When the next task falls due.
   public func nextWake(stopping: Bool) -> ContinuousClock.Instant {
-    stopping ? nextHeartbeat : min(nextHeartbeat, nextHousekeeping, nextSample)
+    stopping ? nextHeartbeat : min(nextHeartbeat, nextHousekeeping, nextSample, nextPromote)
   }
 }
 
