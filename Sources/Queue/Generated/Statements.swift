@@ -1370,11 +1370,16 @@ public enum SQL {
   /// the first rows of jobs_turn_idx whatever the backlog. SKIP LOCKED lets many workers lease at once
   /// without waiting on each other's rows; attempts is counted here, at lease.
   ///
-  /// Siblings: with each batch come up to $4 more ready jobs naming a source the batch already names (the
+  /// Siblings: with each batch come up to $4 more due jobs naming a source the batch already names (the
   /// same photo under other profiles; sources are compared by identity, thumbs.source_identity), so one worker downloads a popular original once for all of them
   /// instead of several workers each downloading it. Only jobs that thumbs.enqueue marked shares_source
   /// (their URL has other live jobs) are looked up. They are locked with SKIP LOCKED; the worker may hold
   /// more jobs than its concurrency this way, and runs the extra ones as slots free.
+  ///
+  /// The statement runs its generic plan (SQL/session_settings.sql), made once: the source keys are looked
+  /// up as one array in jobs_source_key_idx, and the siblings' state and run_at are tested in a CASE that
+  /// no other index can serve, so that no plan, made over an empty queue or a full one, walks the queue
+  /// to find them.
   ///
   /// Each profile's spec (and its version, migrations/0013) is read fresh for every lease, but sent once
   /// per profile per batch (NULL on the other rows of that profile): turning the jsonb into text for every
@@ -1392,7 +1397,7 @@ public enum SQL {
         siblings AS MATERIALIZED (
           SELECT s.id FROM thumbs.jobs s
            WHERE s.source_key = ANY (ARRAY(SELECT source_key FROM picked WHERE shares_source))
-             AND s.state = 'queued' AND s.run_at <= now()
+             AND CASE WHEN s.state = 'queued' THEN s.run_at <= now() ELSE false END
              AND s.id <> ALL (ARRAY(SELECT id FROM picked))
            LIMIT $4
            FOR UPDATE SKIP LOCKED),

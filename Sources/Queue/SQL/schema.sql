@@ -179,7 +179,7 @@ CREATE FUNCTION thumbs.enable_webhook(url text) RETURNS boolean
   SELECT count(*) > 0 FROM enabled;
 $$;
 
-CREATE FUNCTION thumbs.enqueue(source_url text, profile text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), metadata jsonb DEFAULT '{}'::jsonb, external_id text DEFAULT NULL::text) RETURNS bigint
+CREATE FUNCTION thumbs.enqueue(source_url text, profile text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), metadata jsonb DEFAULT '{}'::jsonb, external_id text DEFAULT NULL::text, owner text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -199,13 +199,17 @@ BEGIN
   IF external_id = '' THEN
     RAISE EXCEPTION 'thumbs.enqueue: external_id must not be empty (NULL for none)' USING ERRCODE = '22023';
   END IF;
+  IF enqueue.owner = '' THEN
+    RAISE EXCEPTION 'thumbs.enqueue: owner must not be empty (NULL for none)' USING ERRCODE = '22023';
+  END IF;
   IF NOT EXISTS (SELECT 1 FROM thumbs.profiles p WHERE p.name = enqueue.profile) THEN
     RAISE EXCEPTION 'thumbs.enqueue: no profile named %', enqueue.profile USING ERRCODE = '22023';
   END IF;
   key := thumbs.source_identity(enqueue.source_url);
   LOOP
     -- A queued job of the same photo (or, without an external id, of the same source) is the answer,
-    -- and takes the newer URL: an edited photo's new original, or a fresh presigned URL.
+    -- and takes the newer URL: an edited photo's new original, or a fresh presigned URL. It keeps its
+    -- owner and its place in line.
     -- The photo's queued job is locked first: a lease skips it meanwhile (SKIP LOCKED), or, when a lease
     -- took it first, this finds it running and queues a new job, so that a new original is never lost.
     -- A source's running job is the answer too, and keeps the URL it is fetching.
@@ -225,9 +229,10 @@ BEGIN
       RETURN job_id;
     END IF;
 
-    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, run_at, metadata, external_id)
+    INSERT INTO thumbs.jobs AS j (source_url, profile, priority, run_at, metadata, external_id, owner)
     VALUES (enqueue.source_url, enqueue.profile, coalesce(enqueue.priority, 0),
-            coalesce(enqueue.run_at, now()), coalesce(enqueue.metadata, '{}'), enqueue.external_id)
+            coalesce(enqueue.run_at, now()), coalesce(enqueue.metadata, '{}'), enqueue.external_id,
+            enqueue.owner)
     ON CONFLICT DO NOTHING
     RETURNING j.id INTO job_id;
     IF job_id IS NOT NULL THEN
@@ -670,6 +675,37 @@ CREATE FUNCTION thumbs.spec_integer(value jsonb) RETURNS numeric
               THEN value::text::numeric END;
 $$;
 
+CREATE FUNCTION thumbs.take_turn() RETURNS trigger
+    LANGUAGE plpgsql
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_sort TO 'off'
+    AS $$
+BEGIN
+  IF NEW.run_at > now() THEN
+    NEW.turn := NULL;
+    RETURN NEW;
+  END IF;
+  IF TG_OP = 'UPDATE' AND OLD.state = 'queued' AND OLD.turn IS NOT NULL AND OLD.priority = NEW.priority
+     AND OLD.owner IS NOT DISTINCT FROM NEW.owner THEN
+    NEW.turn := OLD.turn;
+    RETURN NEW;
+  END IF;
+  NEW.turn := coalesce(
+    (SELECT j.turn + 1 FROM thumbs.jobs j
+      WHERE coalesce(j.owner, '') = coalesce(NEW.owner, '') AND j.priority = NEW.priority
+        AND j.state = 'queued' AND j.turn IS NOT NULL
+      ORDER BY j.turn DESC
+      LIMIT 1),
+    (SELECT j.turn FROM thumbs.jobs j
+      WHERE j.state = 'queued' AND j.turn IS NOT NULL AND j.priority = NEW.priority
+      ORDER BY j.priority DESC, j.turn, j.id
+      LIMIT 1),
+    0);
+  RETURN NEW;
+END;
+$$;
+
 CREATE TABLE thumbs.photo_variants (
     photo_id bigint NOT NULL,
     name text NOT NULL,
@@ -812,6 +848,8 @@ CREATE TABLE thumbs.jobs (
     spec_version bigint,
     warnings jsonb DEFAULT '[]'::jsonb NOT NULL,
     media jsonb,
+    owner text,
+    turn bigint,
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts > 0)),
     CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text])))
 )
@@ -828,6 +866,10 @@ COMMENT ON COLUMN thumbs.jobs.stage_ms IS 'Milliseconds per stage of the attempt
 COMMENT ON COLUMN thumbs.jobs.rerender IS 'Queued by thumbs.rerender: the photo had thumbnails made with an older spec of its profile';
 
 COMMENT ON COLUMN thumbs.jobs.spec_version IS 'Re-render jobs: the version of the profile they were queued for';
+
+COMMENT ON COLUMN thumbs.jobs.owner IS 'The user or tenant the job is for (thumbs.enqueue''s owner): among due jobs of equal priority, owners are served in turn; NULL: one owner of its own';
+
+COMMENT ON COLUMN thumbs.jobs.turn IS 'A queued, due job''s place in its priority''s line (the lease takes the lowest first); NULL while it waits for its run_at. Kept by the jobs_take_turn triggers';
 
 CREATE VIEW thumbs.failed_jobs AS
  SELECT jobs.id,
@@ -908,6 +950,17 @@ CREATE TABLE thumbs.originals (
     fetched_by text
 );
 
+CREATE VIEW thumbs.owner_overview AS
+ SELECT j.owner,
+    count(*) FILTER (WHERE (j.state = 'queued'::text)) AS queued,
+    count(*) FILTER (WHERE ((j.state = 'queued'::text) AND (j.turn IS NOT NULL))) AS due,
+    count(*) FILTER (WHERE (j.state = 'running'::text)) AS running,
+    (now() - min(j.created_at) FILTER (WHERE (j.state = 'queued'::text))) AS oldest_queued_age
+   FROM thumbs.jobs j
+  WHERE (j.state = ANY (ARRAY['queued'::text, 'running'::text]))
+  GROUP BY j.owner
+  ORDER BY (count(*) FILTER (WHERE (j.state = 'queued'::text))) DESC, (count(*) FILTER (WHERE (j.state = 'running'::text))) DESC, j.owner NULLS FIRST;
+
 ALTER TABLE thumbs.photos ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME thumbs.photos_id_seq
     START WITH 1
@@ -932,6 +985,17 @@ CREATE VIEW thumbs.queue_overview AS
      LEFT JOIN thumbs.jobs j ON ((j.state = s.state)))
   GROUP BY s.state, s.ord
   ORDER BY s.ord;
+
+CREATE TABLE thumbs.queue_sample (
+    one boolean DEFAULT true NOT NULL,
+    taken_at timestamp with time zone NOT NULL,
+    queued bigint NOT NULL,
+    ready bigint NOT NULL,
+    running bigint NOT NULL,
+    oldest_ready_seconds double precision NOT NULL,
+    gc_backlog bigint NOT NULL,
+    CONSTRAINT queue_sample_one_check CHECK (one)
+);
 
 CREATE VIEW thumbs.rerender_overview AS
  SELECT p.name AS profile,
@@ -1128,6 +1192,9 @@ ALTER TABLE ONLY thumbs.photos
 ALTER TABLE ONLY thumbs.profiles
     ADD CONSTRAINT profiles_pkey PRIMARY KEY (name);
 
+ALTER TABLE ONLY thumbs.queue_sample
+    ADD CONSTRAINT queue_sample_pkey PRIMARY KEY (one);
+
 ALTER TABLE ONLY thumbs.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
 
@@ -1156,11 +1223,15 @@ CREATE INDEX gc_objects_backlog_idx ON thumbs.gc_objects USING btree (state, que
 
 CREATE INDEX gc_objects_idle_idx ON thumbs.gc_objects USING btree (deleted_at) WHERE (state IS NULL);
 
+CREATE INDEX jobs_deferred_idx ON thumbs.jobs USING btree (run_at) WHERE ((state = 'queued'::text) AND (turn IS NULL));
+
 CREATE INDEX jobs_external_idx ON thumbs.jobs USING btree (external_id, profile, id) WHERE (external_id IS NOT NULL);
 
 CREATE INDEX jobs_finished_idx ON thumbs.jobs USING btree (finished_at, id) WHERE (state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text]));
 
 CREATE UNIQUE INDEX jobs_live_source_anonymous_idx ON thumbs.jobs USING btree (source_key, profile) WHERE ((state = ANY (ARRAY['queued'::text, 'running'::text])) AND (external_id IS NULL));
+
+CREATE INDEX jobs_owner_turn_idx ON thumbs.jobs USING btree (COALESCE(owner, ''::text), priority, turn) WHERE ((state = 'queued'::text) AND (turn IS NOT NULL));
 
 CREATE UNIQUE INDEX jobs_queued_external_idx ON thumbs.jobs USING btree (external_id, profile) WHERE ((state = 'queued'::text) AND (external_id IS NOT NULL));
 
@@ -1173,6 +1244,8 @@ CREATE INDEX jobs_rerender_idx ON thumbs.jobs USING btree (profile, state) WHERE
 CREATE INDEX jobs_running_idx ON thumbs.jobs USING btree (id) WHERE (state = 'running'::text);
 
 CREATE INDEX jobs_source_key_idx ON thumbs.jobs USING btree (source_key);
+
+CREATE INDEX jobs_turn_idx ON thumbs.jobs USING btree (priority DESC, turn, id) WHERE ((state = 'queued'::text) AND (turn IS NOT NULL));
 
 CREATE INDEX originals_checked_idx ON thumbs.originals USING btree (checked_at);
 
@@ -1195,6 +1268,10 @@ CREATE TRIGGER event_log_metadata BEFORE INSERT ON thumbs.event_log FOR EACH ROW
 CREATE TRIGGER jobs_forgotten_events AFTER UPDATE OF state ON thumbs.jobs FOR EACH ROW WHEN (((new.state = 'forgotten'::text) AND (old.state <> 'forgotten'::text))) EXECUTE FUNCTION thumbs.scrub_forgotten_events();
 
 CREATE TRIGGER jobs_source_key BEFORE INSERT OR UPDATE OF source_url ON thumbs.jobs FOR EACH ROW EXECUTE FUNCTION thumbs.set_source_key();
+
+CREATE TRIGGER jobs_take_turn_insert BEFORE INSERT ON thumbs.jobs FOR EACH ROW WHEN ((new.state = 'queued'::text)) EXECUTE FUNCTION thumbs.take_turn();
+
+CREATE TRIGGER jobs_take_turn_update BEFORE UPDATE OF state, run_at, priority, owner, turn ON thumbs.jobs FOR EACH ROW WHEN ((new.state = 'queued'::text)) EXECUTE FUNCTION thumbs.take_turn();
 
 CREATE TRIGGER lease_only_readable_sources BEFORE UPDATE OF state ON thumbs.jobs FOR EACH ROW WHEN (((old.state = 'queued'::text) AND (new.state = 'running'::text) AND (lower("left"(old.source_url, 5)) = 's3://'::text))) EXECUTE FUNCTION thumbs.lease_only_readable_sources();
 

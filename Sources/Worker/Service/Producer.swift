@@ -74,10 +74,13 @@ struct Producer: Service, WithServiceContext {
             action = pacing.reclaimFailed(now: .now)
           }
         case .rescue:
-          // Nothing due here. Jobs of dead workers may be waiting out their lease: rescue, then look again.
+          // Nothing due here. Jobs of dead workers may be waiting out their lease, and jobs whose run_at
+          // has come may be waiting for their turn (the keeper gives it about once a second): rescue and
+          // promote, then look again.
           activity.awaiting("a rescue statement (draining)")
           let rescued = (try? await queue.rescueExpired()) ?? []
-          action = pacing.rescued(count: rescued.count)
+          let promoted = (try? await queue.promoteDue()) ?? 0
+          action = pacing.rescued(count: rescued.count + promoted)
         case .finish:
           logger.info("drained: no job is due and none runs here")
           pacing.stopRequested(now: .now)

@@ -78,6 +78,10 @@ struct RolesTests {
     #expect(try sql(e, "SELECT thumbs.cancel(\(id))").rows[0][0] == "t")
     #expect(try sql(e, "SELECT thumbs.retry(\(id))").rows[0][0] == "t")
     #expect(try sql(e, "SELECT state FROM thumbs.jobs WHERE id = \(id)").rows[0][0] == "queued")
+    // Its users take turns: it names the owner, and sees who holds the queue.
+    try sql(e, "SELECT thumbs.enqueue('https://example.com/b.jpg', owner => 'user-42')")
+    #expect(
+      try sql(e, "SELECT queued FROM thumbs.owner_overview WHERE owner = 'user-42'").rows == [["1"]])
     // It reads the events (the cancel wrote one) and a photo's current thumbnails, and changes neither.
     let events = try sql(e, "SELECT kind FROM thumbs.events_after(NULL, 10)").rows
     #expect(events == [["cancelled"]], "\(events)")
@@ -116,7 +120,7 @@ struct RolesTests {
     #expect(refusal(e, "DROP TABLE thumbs.variants") == denied)
     #expect(refusal(e, "ALTER TABLE thumbs.jobs ADD COLUMN x int") == denied)
     #expect(refusal(e, "CREATE TABLE thumbs.mine (x int)") == denied)
-    #expect(try sql(deployment.owner, "SELECT count(*) FROM thumbs.jobs").rows[0][0] == "1", "still there")
+    #expect(try sql(deployment.owner, "SELECT count(*) FROM thumbs.jobs").rows[0][0] == "2", "still there")
   }
 
   @Test func theWorkerCannotDropTruncateOrAlter() throws {

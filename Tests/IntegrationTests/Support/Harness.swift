@@ -19,8 +19,9 @@ enum TestDatabase {
     .deletingLastPathComponent()
     .deletingLastPathComponent()
 
-  /// Creates an empty database, applies the migrations and returns its URL.
-  static func create() throws -> String {
+  /// Creates an empty database, applies the migrations (those of `migrations`, by default the
+  /// repository's) and returns its URL.
+  static func create(migrations: URL? = nil) throws -> String {
     guard let adminURL else { throw CocoaError(.featureUnsupported) }
     let name = "thumbd_test_\(UInt32.random(in: 0...UInt32.max))"
     let admin = try PostgresConnection(conninfo: adminURL)
@@ -31,7 +32,8 @@ enum TestDatabase {
     let url = components.string!
     let connection = try PostgresConnection(conninfo: url)
     defer { connection.close() }
-    _ = try Migrator(directory: repoRoot.appendingPathComponent("migrations")).apply(on: connection)
+    _ = try Migrator(directory: migrations ?? repoRoot.appendingPathComponent("migrations")).apply(
+      on: connection)
     return url
   }
 }
