@@ -23,8 +23,13 @@ struct NoopHandler: JobHandler {
 }
 
 /// Deletes every bench job (before a run, and after it, so runs do not pile up).
-private func deleteBenchJobs(_ connection: PostgresConnection) throws {
+func deleteBenchJobs(_ connection: PostgresConnection) throws {
   try connection.run(BenchSQL.DeleteJobs.self)
+}
+
+/// The nearest-rank percentile (`p` above 0, at most 1) of ascending, non-empty `sorted`.
+func nearestRank(_ sorted: [Double], _ p: Double) -> Double {
+  sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
 }
 
 /// Migrates the scratch database and clears earlier bench jobs.
@@ -225,9 +230,7 @@ struct BenchLatency: AsyncParsableCommand {
     }
     try deleteBenchJobs(PostgresConnection(conninfo: url))
     let sorted = latencies.sorted()
-    func percentile(_ p: Double) -> Double {
-      sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
-    }
+    func percentile(_ p: Double) -> Double { nearestRank(sorted, p) }
     print(
       "thumbd \(ThumbdVersion.current): \(sorted.count) jobs, \(workers) idle worker(s), LISTEN/NOTIFY wake-up"
     )

@@ -30,7 +30,7 @@ struct BenchLease: AsyncParsableCommand {
     try prepareBenchDatabase(url)
     let setUp = try PostgresConnection(conninfo: url)
     defer {
-      _ = try? setUp.run(BenchSQL.DeleteJobs.self)
+      try? deleteBenchJobs(setUp)
       setUp.close()
     }
     try setUp.run(BenchSQL.InsertOwnerJobs.self, .init(jobs: few, ownerPrefix: "few", owners: 10))
@@ -41,7 +41,7 @@ struct BenchLease: AsyncParsableCommand {
     try setUp.run(BenchSQL.InsertOwnerJobs.self, .init(jobs: backlog, ownerPrefix: "bulk", owners: 1))
     try setUp.run(
       BenchSQL.InsertOwnerJobs.self, .init(jobs: owners * 3, ownerPrefix: "owner", owners: owners))
-    try setUp.execute(script: "VACUUM ANALYZE thumbs.jobs")
+    try setUp.execute(script: BenchSQL.VacuumJobs.statement.text)
     print(String(format: "backlog inserted in %.1f s", started.duration(to: .now).milliseconds / 1000))
     let large = try await measure(url)
 
@@ -66,10 +66,7 @@ struct BenchLease: AsyncParsableCommand {
     /// The plan's nodes and indexes, without figures.
     var shape: [String]
 
-    func percentile(_ p: Double) -> Double {
-      let sorted = times.sorted()
-      return sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
-    }
+    func percentile(_ p: Double) -> Double { nearestRank(times.sorted(), p) }
   }
 
   private func measure(_ url: String) async throws -> Phase {
@@ -85,14 +82,11 @@ struct BenchLease: AsyncParsableCommand {
       guard jobs.count == batch else { throw ValidationError("lease \(index) took \(jobs.count) jobs") }
       if index >= 10 { times.append(before.duration(to: .now).milliseconds) }
     }
-    let explain = try PostgresConnection(conninfo: url)
+    // The lease connection's own session settings, applied as the worker's are.
+    let explain = try PostgresConnection(conninfo: url, genericPlans: true)
     defer { explain.close() }
-    let statement = SQL.LeaseJobs.statement
     try explain.execute(
-      script: """
-        SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;
-        PREPARE bench_lease(text, bigint, float8, bigint) AS \(statement.text)
-        """)
+      script: "PREPARE bench_lease(text, bigint, float8, bigint) AS \(SQL.LeaseJobs.statement.text)")
     let plan = try explain.query(
       "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE bench_lease('bench-lease', \(batch), 30, 32)"
     ).rows.map { $0[0] ?? "" }
