@@ -13,6 +13,8 @@ public struct LeasedJob: Sendable, Equatable {
   public var attempt: Int
   public var maxAttempts: Int
   public var leaseToken: String
+  /// The user or tenant the job is for (thumbs.enqueue's `owner`); nil: none.
+  public var owner: String? = nil
 }
 
 /// The result row of one stored variant.
@@ -65,7 +67,7 @@ public struct JobQueue: Sendable {
       return LeasedJob(
         id: row.id, sourceURL: row.sourceURL, profileName: row.profile, profileSpec: spec?.text ?? "",
         specVersion: spec?.version, attempt: row.attempts, maxAttempts: row.maxAttempts,
-        leaseToken: row.leaseToken)
+        leaseToken: row.leaseToken, owner: row.owner)
     }
   }
 

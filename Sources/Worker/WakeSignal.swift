@@ -61,6 +61,18 @@ public final class WakeSignal: Sendable {
   }
 }
 
+/// Whether something happened since the last look: raised by one side, taken (and lowered) by the other.
+public final class RaisedFlag: Sendable {
+  private let raised = Atomic<Bool>(false)
+
+  public init() {}
+
+  public func raise() { raised.store(true, ordering: .releasing) }
+
+  /// Whether it was raised since the last `take`; lowers it.
+  public func take() -> Bool { raised.exchange(false, ordering: .acquiringAndReleasing) }
+}
+
 /// A value set once, by whichever comes first (the work's result, or "abandoned"), and awaited by one or
 /// more tasks.
 final class OneShot<Value: Sendable>: Sendable {

@@ -172,7 +172,10 @@ public final class Worker: Sendable {
           activity: $0)
       }
     }
-    add("listener") { ListenerService(listener: listener, wake: runner.wake, pool: pool, activity: $0) }
+    add("listener") {
+      ListenerService(
+        listener: listener, wake: runner.wake, notified: runner.notified, pool: pool, activity: $0)
+    }
     var webhookQueue: JobQueue?
     if let url = config.webhookURL, let secrets = config.webhookSecrets {
       let queue = connect(false)

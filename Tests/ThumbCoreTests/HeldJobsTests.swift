@@ -82,6 +82,25 @@ import Testing
     #expect(jobs.aside == 1 && jobs.freeSlots == 0)
   }
 
+  @Test func aFreedSlotGoesToTheOwnerWithFewestJobsAtWork() {
+    var jobs = jobs(slots: 2)
+    func owned(_ id: Int64, _ owner: String?) -> [Jobs.LeasedWork] {
+      leased([id]).map {
+        var job = $0
+        job.owner = owner
+        return job
+      }
+    }
+    // An import's two jobs hold both slots and its next waits; then an upload of another owner comes.
+    _ = jobs.leased(owned(1, "bulk") + owned(2, "bulk") + owned(3, "bulk"), now: t0)
+    _ = jobs.leased(owned(4, "carol") + owned(5, nil), now: t0)
+    // The upload starts first although leased later: carol has nothing at work, the import has one.
+    #expect(started(jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0)) == ["job4t"])
+    // Then the job without an owner (none at work), then the import's, in lease order.
+    #expect(started(jobs.workEnded(lease(4), failure: nil, unit: 0, now: t0)) == ["job5t"])
+    #expect(started(jobs.workEnded(lease(5), failure: nil, unit: 0, now: t0)) == ["job3t"])
+  }
+
   @Test func aJobWaitingForMemoryFinishesWithoutTakingASlotBack() {
     var jobs = jobs(slots: 1)
     _ = jobs.leased(leased([1, 2]), now: t0)

@@ -66,6 +66,24 @@ import Testing
     #expect(p.next(running: 0, aside: 0, now: t0) == .lease(limit: 2))
   }
 
+  @Test func aNotificationLeasesOneMoreBeyondTheReadAhead() {
+    var settings = pacing(concurrency: 2, batch: 2).settings
+    settings.ahead = 1
+    var p = ProducerPacing(settings)
+    p.startUpEnded(started: true, now: t0)
+    // Slots and read-ahead taken: a notification of enqueued jobs leases one more, a new upload that
+    // takes the next free slot before the read-ahead job (HeldJobs).
+    #expect(p.next(running: 3, aside: 0, now: t0) == .wait(.seconds(1)))
+    #expect(p.next(running: 3, aside: 0, notified: true, now: t0) == .lease(limit: 1))
+    // One such job at a time: with it held, a notification leases nothing.
+    #expect(p.next(running: 4, aside: 0, notified: true, now: t0) == .wait(.seconds(1)))
+    // Without the extra job, a notification leases no more than the slots and the read-ahead.
+    settings.onNotification = 0
+    p = ProducerPacing(settings)
+    p.startUpEnded(started: true, now: t0)
+    #expect(p.next(running: 3, aside: 0, notified: true, now: t0) == .wait(.seconds(1)))
+  }
+
   @Test func aFullLeaseLooksAgainAndAShortOneWaits() {
     var p = pacing()
     #expect(p.leased(count: 8, wanted: 8, running: 8) == .proceed)

@@ -1381,6 +1381,9 @@ public enum SQL {
   /// no other index can serve, so that no plan, made over an empty queue or a full one, walks the queue
   /// to find them.
   ///
+  /// The owner comes along: a worker gives a freed slot to the waiting job whose owner has the fewest at work
+  /// there (HeldJobs), so an upload leased behind an import's read-ahead job does not wait for it.
+  ///
   /// Each profile's spec (and its version, migrations/0013) is read fresh for every lease, but sent once
   /// per profile per batch (NULL on the other rows of that profile): turning the jsonb into text for every
   /// row cost more than the rest of the statement.
@@ -1407,8 +1410,8 @@ public enum SQL {
              SET state = 'running', turn = NULL, attempts = j.attempts + 1, lease_token = gen_random_uuid(),
                  lease_expires_at = now() + make_interval(secs => $3::float8), leased_by = $1, started_at = now()
            WHERE j.id = ANY (ARRAY(SELECT id FROM chosen))
-          RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token)
-        SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token,
+          RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token, j.owner)
+        SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token, l.owner,
                CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1
                     THEN (SELECT p.spec::text FROM thumbs.profiles p WHERE p.name = l.profile) END AS spec,
                CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1
@@ -1419,9 +1422,10 @@ public enum SQL {
       parameters: ["worker_id", "limit", "lease_seconds", "siblings"],
       parameterTypes: ["text", "bigint", "float8", "bigint"],
       columns: [
-        "id", "source_url", "profile", "attempts", "max_attempts", "lease_token", "spec", "spec_version",
+        "id", "source_url", "profile", "attempts", "max_attempts", "lease_token", "owner", "spec",
+        "spec_version",
       ],
-      columnTypes: ["bigint", "text", "text", "int", "int", "uuid", "text", "bigint"],
+      columnTypes: ["bigint", "text", "text", "int", "int", "uuid", "text", "text", "bigint"],
       deadline: .quick)
 
     public struct Parameters: StatementParameters {
@@ -1449,6 +1453,7 @@ public enum SQL {
       public var attempts: Int
       public var maxAttempts: Int
       public var leaseToken: String
+      public var owner: String?
       public var spec: String?
       public var specVersion: Int64?
 
@@ -1459,6 +1464,7 @@ public enum SQL {
         attempts = try row.decode("attempts")
         maxAttempts = try row.decode("max_attempts")
         leaseToken = try row.decode("lease_token")
+        owner = try row.decode("owner")
         spec = try row.decode("spec")
         specVersion = try row.decode("spec_version")
       }

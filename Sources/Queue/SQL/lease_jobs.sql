@@ -15,12 +15,15 @@
 -- no other index can serve, so that no plan, made over an empty queue or a full one, walks the queue
 -- to find them.
 --
+-- The owner comes along: a worker gives a freed slot to the waiting job whose owner has the fewest at work
+-- there (HeldJobs), so an upload leased behind an import's read-ahead job does not wait for it.
+--
 -- Each profile's spec (and its version, migrations/0013) is read fresh for every lease, but sent once
 -- per profile per batch (NULL on the other rows of that profile): turning the jsonb into text for every
 -- row cost more than the rest of the statement.
 -- params: worker_id text, limit bigint, lease_seconds float8, siblings bigint
 -- returns: id bigint, source_url text, profile text, attempts int, max_attempts int, lease_token uuid,
--- returns: spec text?, spec_version bigint?
+-- returns: owner text?, spec text?, spec_version bigint?
 -- deadline: quick
 WITH picked AS MATERIALIZED (
   SELECT id, source_key, shares_source FROM thumbs.jobs
@@ -41,8 +44,8 @@ leased AS (
      SET state = 'running', turn = NULL, attempts = j.attempts + 1, lease_token = gen_random_uuid(),
          lease_expires_at = now() + make_interval(secs => $3::float8), leased_by = $1, started_at = now()
    WHERE j.id = ANY (ARRAY(SELECT id FROM chosen))
-  RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token)
-SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token,
+  RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token, j.owner)
+SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token, l.owner,
        CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1
             THEN (SELECT p.spec::text FROM thumbs.profiles p WHERE p.name = l.profile) END AS spec,
        CASE WHEN row_number() OVER (PARTITION BY l.profile ORDER BY l.id) = 1

@@ -692,12 +692,14 @@ BEGIN
     RETURN NEW;
   END IF;
   NEW.turn := coalesce(
-    (SELECT j.turn + 1 FROM thumbs.jobs j
+    -- Already in line: the round after its last job's.
+    (SELECT j.turn / 2 * 2 + 3 FROM thumbs.jobs j
       WHERE coalesce(j.owner, '') = coalesce(NEW.owner, '') AND j.priority = NEW.priority
         AND j.state = 'queued' AND j.turn IS NOT NULL
       ORDER BY j.turn DESC
       LIMIT 1),
-    (SELECT j.turn FROM thumbs.jobs j
+    -- New to the line: first in the head's round.
+    (SELECT j.turn / 2 * 2 FROM thumbs.jobs j
       WHERE j.state = 'queued' AND j.turn IS NOT NULL AND j.priority = NEW.priority
       ORDER BY j.priority DESC, j.turn, j.id
       LIMIT 1),
@@ -869,7 +871,7 @@ COMMENT ON COLUMN thumbs.jobs.spec_version IS 'Re-render jobs: the version of th
 
 COMMENT ON COLUMN thumbs.jobs.owner IS 'The user or tenant the job is for (thumbs.enqueue''s owner): among due jobs of equal priority, owners are served in turn; NULL: one owner of its own';
 
-COMMENT ON COLUMN thumbs.jobs.turn IS 'A queued, due job''s place in its priority''s line (the lease takes the lowest first); NULL while it waits for its run_at. Kept by the jobs_take_turn triggers';
+COMMENT ON COLUMN thumbs.jobs.turn IS 'A queued, due job''s place in its priority''s line (the lease takes the lowest first): 2 * round for an owner new to the line, 2 * round + 1 for an owner already in it; NULL while it waits for its run_at. Kept by the jobs_take_turn triggers';
 
 CREATE VIEW thumbs.failed_jobs AS
  SELECT jobs.id,

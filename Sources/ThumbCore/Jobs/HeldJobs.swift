@@ -13,7 +13,9 @@
 ///     at any point before its outcome is written: lease_lost (a heartbeat was refused) or handed_back
 ///     (a stopping worker returned it); its work is abandoned and nothing is written.
 ///
-/// Job slots (`--concurrency`) are given first come, first served. A job that waits for something other
+/// A freed job slot goes to the waiting job whose owner has the fewest jobs at work here, the first leased
+/// among equals: owners take turns on the worker as they do in the queue, so an upload leased while an
+/// import's next job waits for a slot starts before it. A job that waits for something other
 /// than a core (memory, another job's decode, another job's outcome, the storage) gives its slot to the
 /// next job and finishes without taking one back: taking one back could deadlock (a granted decode
 /// waiting for a slot held by a download paused for that decode's memory), and memory, not the slot,
@@ -92,6 +94,7 @@ public struct HeldJobs<Work> {
     var url: String
     var attempt: Int
     var maxAttempts: Int
+    var owner: String?
     var work: Work
     var phase: JobPhase
     var since: ContinuousClock.Instant
@@ -118,7 +121,7 @@ public struct HeldJobs<Work> {
 
   public let settings: Settings
   private var entries: [Int64: Entry] = [:]
-  /// Jobs waiting for a slot, first come first served.
+  /// Jobs waiting for a slot, in lease order (`nextForSlot` picks among them).
   private var slotQueue: [JobLease] = []
   /// The leases whose work holds a slot (a lease lost or superseded keeps its slot until its work ends).
   private var slotHolders: Set<JobLease> = []
@@ -169,13 +172,18 @@ public struct HeldJobs<Work> {
     public var url: String
     public var attempt: Int
     public var maxAttempts: Int
+    /// The user or tenant the job is for; nil: none (jobs without one are one owner).
+    public var owner: String?
     public var work: Work
 
-    public init(lease: JobLease, url: String, attempt: Int, maxAttempts: Int, work: Work) {
+    public init(
+      lease: JobLease, url: String, attempt: Int, maxAttempts: Int, owner: String? = nil, work: Work
+    ) {
       self.lease = lease
       self.url = url
       self.attempt = attempt
       self.maxAttempts = maxAttempts
+      self.owner = owner
       self.work = work
     }
   }
@@ -191,8 +199,8 @@ public struct HeldJobs<Work> {
       let group = openGroups[source] ?? openGroup(source: source)
       groups[group]?.members.append(job.lease)
       entries[job.lease.id] = Entry(
-        lease: job.lease, url: job.url, attempt: job.attempt, maxAttempts: job.maxAttempts, work: job.work,
-        phase: .awaitingSlot, since: now, group: group)
+        lease: job.lease, url: job.url, attempt: job.attempt, maxAttempts: job.maxAttempts, owner: job.owner,
+        work: job.work, phase: .awaitingSlot, since: now, group: group)
       slotQueue.append(job.lease)
     }
     return actions + grantSlots(now: now)
@@ -375,8 +383,8 @@ public struct HeldJobs<Work> {
   private mutating func grantSlots(now: ContinuousClock.Instant) -> [Action] {
     var actions: [Action] = []
     let refusedBy = refusal.flatMap { $0.at.duration(to: now) < settings.refusalHold ? $0.error : nil }
-    while slotHolders.count < settings.slots, !slotQueue.isEmpty {
-      let lease = slotQueue.removeFirst()
+    while slotHolders.count < settings.slots, let next = nextForSlot() {
+      let lease = slotQueue.remove(at: next)
       guard var entry = entry(lease) else { continue }
       slotHolders.insert(lease)
       entry.phase = .started
@@ -392,6 +400,20 @@ public struct HeldJobs<Work> {
       actions.append(.prefetch(url: entry.url))
     }
     return actions
+  }
+
+  /// The waiting job to give a slot: the first of those whose owner has the fewest jobs at work here.
+  private func nextForSlot() -> Int? {
+    guard slotQueue.count > 1 else { return slotQueue.indices.first }
+    var atWork: [String?: Int] = [:]
+    for entry in entries.values where entry.working { atWork[entry.owner, default: 0] += 1 }
+    var best: (index: Int, count: Int)?
+    for (index, lease) in slotQueue.enumerated() {
+      let count = atWork[entries[lease.id]?.owner ?? nil, default: 0]
+      if count < best?.count ?? .max { best = (index, count) }
+      if count == 0 { break }
+    }
+    return best?.index
   }
 
   private mutating func releaseSlot(of lease: JobLease, now: ContinuousClock.Instant) -> [Action] {

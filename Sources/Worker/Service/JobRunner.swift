@@ -51,6 +51,8 @@ final class JobRunner: Sendable {
   private let jobs: Mutex<Jobs>
   /// Signalled when a job ends or steps aside: the producer may lease again.
   let wake = WakeSignal()
+  /// Raised by the listener for each notification of enqueued jobs (the producer may lease one more).
+  let notified = RaisedFlag()
   private let handler: any JobHandler
   private let completer: Completer
   private let metrics: WorkerMetrics
@@ -91,7 +93,7 @@ final class JobRunner: Sendable {
         executions.map {
           .init(
             lease: $0.lease, url: $0.job.sourceURL, attempt: $0.job.attempt, maxAttempts: $0.job.maxAttempts,
-            work: $0)
+            owner: $0.job.owner, work: $0)
         }, now: .now)
     }
     for execution in executions {

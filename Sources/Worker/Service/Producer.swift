@@ -33,7 +33,9 @@ struct Producer: Service, WithServiceContext {
         switch action {
         case .proceed:
           // Jobs whose outcome is being written need no slot: lease for them now (JobRunner.finishing).
-          action = pacing.next(running: runner.running - runner.finishing, aside: runner.aside, now: .now)
+          action = pacing.next(
+            running: runner.running - runner.finishing, aside: runner.aside, notified: runner.notified.take(),
+            now: .now)
         case .awaitStartUp:
           activity.awaiting("the start-up: the database reached and the storage checked")
           pacing.startUpEnded(started: await readiness.waitUntilStarted(), now: .now)

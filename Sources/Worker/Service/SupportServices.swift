@@ -9,6 +9,8 @@ struct ListenerService: Service {
   let listener: NotificationListener
   /// Woken for each notification: the producer's.
   let wake: WakeSignal
+  /// Raised for each notification before the wake, when the waiting side tells them from other wakes.
+  var notified: RaisedFlag? = nil
   let pool: BlockingPool
   let activity: ServiceActivity.Reporter
 
@@ -16,7 +18,10 @@ struct ListenerService: Service {
     listener.start()
     await withDiscardingTaskGroup { group in
       group.addTask {
-        for await _ in listener.notifications { wake.signal() }
+        for await _ in listener.notifications {
+          notified?.raise()
+          wake.signal()
+        }
       }
       activity.awaiting("its turn to stop (listening)")
       try? await gracefulShutdown()

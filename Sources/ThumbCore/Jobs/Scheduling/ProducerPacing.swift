@@ -24,6 +24,10 @@ public struct ProducerPacing: Sendable {
     /// Jobs leased beyond the slots: each waits for a slot with its original already downloading, so
     /// that a slot that frees up finds its next job ready to decode instead of waiting for the network.
     public var ahead = 0
+    /// Jobs leased beyond the read-ahead when a notification says jobs were enqueued while every slot
+    /// and the read-ahead are taken: a new upload is leased at once and, its owner having nothing at
+    /// work here, takes the next free slot (HeldJobs) instead of waiting behind the read-ahead job.
+    public var onNotification = 1
     /// After a lease statement whose answer was lost, how long to keep looking for jobs the database
     /// leased to this worker anyway (it may run the statement late, when it comes back); past this their
     /// leases have expired and any worker's rescue returns them. The lease's length.
@@ -92,8 +96,11 @@ public struct ProducerPacing: Sendable {
   }
 
   /// What to do now, with `running` jobs in this process of which `aside` stand aside (waiting for memory
-  /// or a shared decode, their slot given to another job; at most one extra job per slot).
-  public mutating func next(running: Int, aside: Int, now: ContinuousClock.Instant) -> Action {
+  /// or a shared decode, their slot given to another job; at most one extra job per slot). `notified`:
+  /// a notification of enqueued jobs came since the last lease.
+  public mutating func next(
+    running: Int, aside: Int, notified: Bool = false, now: ContinuousClock.Instant
+  ) -> Action {
     switch phase {
     case .startingUp: return .awaitStartUp
     case .stopping: return .stop
@@ -104,7 +111,8 @@ public struct ProducerPacing: Sendable {
     let free = settings.concurrency + settings.ahead - busy
     guard free > 0 else {
       freeSince = nil
-      return .wait(settings.pollInterval)
+      let extra = free + settings.onNotification
+      return notified && extra > 0 ? .lease(limit: extra) : .wait(settings.pollInterval)
     }
     let since = freeSince ?? now
     freeSince = since
