@@ -6,6 +6,10 @@ import ThumbCore
 
 /// LISTENs on a channel on a connection of its own; `notifications` yields when one arrives.
 ///
+/// `listening(false)` UNLISTENs until `listening(true)`, which LISTENs again and then yields once
+/// (anything notified meanwhile was not heard): PostgreSQL wakes every listening backend of the database
+/// at each notifying commit, so a worker whose leases come back full stops listening.
+///
 /// It runs on a thread of its own, blocked in poll(2) on the connection's socket, so a notification is
 /// seen within microseconds of its arrival and costs nothing while none come. If the connection breaks
 /// (database restart, PgBouncer in transaction mode, a network cut) it reconnects with backoff and yields
@@ -15,17 +19,22 @@ public final class NotificationListener: Sendable {
   private let conninfo: String
   private let liveness: DatabaseLiveness
   private let group: DatabaseConnections?
-  /// `LISTEN <channel>`.
+  /// `LISTEN <channel>` and `UNLISTEN <channel>`.
   private let listenStatement: String
+  private let unlistenStatement: String
+  /// Whether to listen (`listening(_:)`); the thread makes it so.
+  private let wanted = Atomic<Bool>(true)
   /// Yields when a notification arrived (several since the last look are one). Ends with `stop()`.
   public let notifications: AsyncStream<Void>
   private let notify: AsyncStream<Void>.Continuation
   private let stopping = Atomic<Bool>(false)
   private let finished = DispatchSemaphore(value: 0)
-  /// A pipe `stop()` writes to, so the poll ends at once rather than at its next timeout.
-  private let stopPipe: (read: Int32, write: Int32) = {
+  /// A pipe `stop()` and `listening(_:)` write to, so the poll ends at once rather than at its next
+  /// timeout. Its read end does not block: the thread empties it whenever it wakes.
+  private let wakePipe: (read: Int32, write: Int32) = {
     var fds: [Int32] = [-1, -1]
-    guard pipe(&fds) == 0 else { return (-1, -1) }  // without it, stop waits for the poll timeout
+    guard pipe(&fds) == 0 else { return (-1, -1) }  // without it, changes wait for the poll timeout
+    _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
     return (fds[0], fds[1])
   }()
 
@@ -42,6 +51,7 @@ public final class NotificationListener: Sendable {
     self.group = group
     // The channel is ours (a constant), not user input; identifiers cannot be bound as parameters.
     listenStatement = channel == Self.jobsChannel ? SQL.ListenJobs.statement.text : "LISTEN \(channel)"
+    unlistenStatement = channel == Self.jobsChannel ? SQL.UnlistenJobs.statement.text : "UNLISTEN \(channel)"
     (notifications, notify) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
   }
 
@@ -57,12 +67,30 @@ public final class NotificationListener: Sendable {
   /// Stops the thread and closes the connection; returns once both are done (within a poll tick).
   public func stop() {
     stopping.store(true, ordering: .releasing)
-    var byte: UInt8 = 1
-    _ = write(stopPipe.write, &byte, 1)
+    wakeThread()
     finished.wait()
     notify.finish()
-    close(stopPipe.read)
-    close(stopPipe.write)
+    close(wakePipe.read)
+    close(wakePipe.write)
+  }
+
+  /// Listen (the default) or not. Cheap when nothing changes: called after every lease.
+  public func listening(_ on: Bool) {
+    guard wanted.exchange(on, ordering: .acquiringAndReleasing) != on else { return }
+    wakeThread()
+  }
+
+  private func wakeThread() {
+    var byte: UInt8 = 1
+    _ = write(wakePipe.write, &byte, 1)
+  }
+
+  /// Empties the wake pipe; returns whether anything was in it.
+  private func drainWakePipe() -> Bool {
+    var bytes = [UInt8](repeating: 0, count: 64)
+    var any = false
+    while read(wakePipe.read, &bytes, bytes.count) > 0 { any = true }
+    return any
   }
 
   private var isStopping: Bool { stopping.load(ordering: .acquiring) }
@@ -74,17 +102,18 @@ public final class NotificationListener: Sendable {
     var failures = 0
     while !isStopping {
       let generation = group?.generation ?? 0
-      guard let conn = connect() else {
+      guard let (conn, listening) = connect() else {
         group?.lost(seenIn: generation, reason: "the listening connection could not connect")
         failures += 1
-        var wake = pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
+        var wake = pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)
         _ = poll(&wake, 1, Int32(Self.reconnectBackoff.seconds(afterFailures: failures) * 1000))
+        _ = drainWakePipe()
         continue
       }
       failures = 0
-      notify.yield()  // anything enqueued while we were not listening
+      if listening { notify.yield() }  // anything enqueued while we were not listening
       // A broken connection tells the process's other connections; one of theirs ends this one too.
-      if listen(on: conn, generation: generation) {
+      if listen(on: conn, listening: listening, generation: generation) {
         group?.lost(
           seenIn: generation,
           reason: String(cString: PQerrorMessage(conn)).trimmingCharacters(in: .whitespacesAndNewlines))
@@ -93,35 +122,53 @@ public final class NotificationListener: Sendable {
     }
   }
 
-  private func connect() -> OpaquePointer? {
+  /// A connection, listening if `wanted` (a refused LISTEN counts as a failure to connect).
+  private func connect() -> (conn: OpaquePointer, listening: Bool)? {
     guard
       let conn = try? openConnection(
         conninfo, applicationName: "thumbd-listen", liveness: liveness, group: group)
     else { return nil }
-    // LISTEN waits no longer than any quick statement: a database that accepted the connection and
-    // then froze would otherwise hold the listener here for ever.
-    let deadline = liveness.deadline(for: SQL.ListenJobs.statement.deadline).map { ContinuousClock.now + $0 }
-    let answer = PostgresExchange.run(conn, until: deadline) { PQsendQuery(conn, listenStatement) == 1 }
-    guard case .success(let result) = answer, PQresultStatus(result) == PGRES_COMMAND_OK else {
-      if case .success(let result) = answer { PQclear(result) }
+    let listening = wanted.load(ordering: .acquiring)
+    if listening && !run(listenStatement, on: conn) {
       PQfinish(conn)
       return nil
     }
-    PQclear(result)
-    return conn
+    return (conn, listening)
+  }
+
+  /// Runs LISTEN or UNLISTEN; false when it failed (the connection is to be dropped). Each waits no
+  /// longer than any quick statement: a database that accepted the connection and then froze would
+  /// otherwise hold the listener here for ever.
+  private func run(_ statement: String, on conn: OpaquePointer) -> Bool {
+    let deadline = liveness.deadline(for: SQL.ListenJobs.statement.deadline).map { ContinuousClock.now + $0 }
+    let answer = PostgresExchange.run(conn, until: deadline) { PQsendQuery(conn, statement) == 1 }
+    guard case .success(let result) = answer else { return false }
+    defer { PQclear(result) }
+    return PQresultStatus(result) == PGRES_COMMAND_OK
   }
 
   /// Waits for notifications until the connection breaks (true), or we are stopped or another
-  /// connection of the group found the database gone (false).
-  private func listen(on conn: OpaquePointer, generation: UInt64) -> Bool {
+  /// connection of the group found the database gone (false). Listens while `wanted`.
+  private func listen(on conn: OpaquePointer, listening: Bool, generation: UInt64) -> Bool {
+    var listening = listening
     while !isStopping {
       if let group, group.generation != generation { return false }
+      let want = wanted.load(ordering: .acquiring)
+      if want != listening {
+        guard run(want ? listenStatement : unlistenStatement, on: conn) else { return true }
+        listening = want
+        // Anything enqueued while we were not listening (or not connected) was not heard.
+        if listening { notify.yield() }
+      }
       var descriptors = [
         pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0),
-        pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
+        pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),
       ]
       guard case .success = SystemCall.run({ poll(&descriptors, 2, 1000) }) else { return true }
-      if descriptors[1].revents != 0 { return false }
+      if descriptors[1].revents != 0 {
+        _ = drainWakePipe()
+        if isStopping { return false }
+      }
       if descriptors[0].revents != 0 {
         if PQconsumeInput(conn) == 0 { return true }
         var received = false

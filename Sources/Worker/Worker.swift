@@ -200,7 +200,7 @@ public final class Worker: Sendable {
       add("collector") { Collector(queue: keeperQueue, store: store, context: context, activity: $0) }
     }
     add("completer") { _ in completer }
-    add("producer") { Producer(queue: leaser, context: context, activity: $0) }
+    add("producer") { Producer(queue: leaser, listener: listener, context: context, activity: $0) }
     if !DefaultCMYKProfile.isInstalled {
       logger.warning(
         "CMYK profile missing: CMYK JPEGs without a profile of their own get a naive conversion",

@@ -58,9 +58,10 @@ import Testing
     settings.ahead = 1
     var p = ProducerPacing(settings)
     p.startUpEnded(started: true, now: t0)
-    // Both slots busy: one more job is leased, to download while it waits.
-    #expect(p.next(running: 2, aside: 0, now: t0 + .milliseconds(20)) == .lease(limit: 1))
-    // With it running (waiting for a slot), nothing more.
+    // Both slots busy: more jobs are leased, to download while they wait: a whole batch (two), not the one
+    // the read-ahead has room for, as the statement runs anyway.
+    #expect(p.next(running: 2, aside: 0, now: t0 + .milliseconds(20)) == .lease(limit: 2))
+    // With one waiting for a slot, nothing more.
     #expect(p.next(running: 3, aside: 0, now: t0 + .milliseconds(40)) == .wait(.seconds(1)))
     // Idle: the slots and the one ahead at once, up to the batch.
     #expect(p.next(running: 0, aside: 0, now: t0) == .lease(limit: 2))
@@ -86,8 +87,29 @@ import Testing
 
   @Test func aFullLeaseLooksAgainAndAShortOneWaits() {
     var p = pacing()
-    #expect(p.leased(count: 8, wanted: 8, running: 8) == .proceed)
-    #expect(p.leased(count: 3, wanted: 8, running: 3) == .wait(.seconds(1)))
+    #expect(p.leased(count: 8, wanted: 8, running: 8, now: t0) == .proceed)
+    #expect(p.leased(count: 3, wanted: 8, running: 3, now: t0) == .wait(.seconds(1)))
+  }
+
+  @Test func aWorkerWhoseLeasesComeBackFullStopsListeningUntilOneIsShort() {
+    var p = pacing()
+    #expect(p.listens)
+    // Full leases for less than `quietAfter` (1 s): still listening.
+    _ = p.leased(count: 8, wanted: 8, running: 8, now: t0)
+    _ = p.leased(count: 8, wanted: 8, running: 8, now: t0 + .milliseconds(900))
+    #expect(p.listens)
+    _ = p.leased(count: 8, wanted: 8, running: 8, now: t0 + .seconds(1))
+    #expect(!p.listens)
+    // A short lease: the worker may go idle, so it listens again, and the count starts over.
+    _ = p.leased(count: 3, wanted: 8, running: 3, now: t0 + .seconds(2))
+    #expect(p.listens)
+    _ = p.leased(count: 8, wanted: 8, running: 8, now: t0 + .milliseconds(2500))
+    #expect(p.listens)
+    _ = p.leased(count: 8, wanted: 8, running: 8, now: t0 + .milliseconds(3500))
+    #expect(!p.listens)
+    // So does a failed lease.
+    _ = p.leaseFailed(now: t0 + .seconds(4))
+    #expect(p.listens)
   }
 
   @Test func failedLeasesBackOffUpToACap() {
@@ -97,7 +119,7 @@ import Testing
     for _ in 0..<30 { _ = p.leaseFailed(now: t0) }
     #expect(p.leaseFailed(now: t0) == .wait(.seconds(5)))
     #expect(p.consecutiveFailures == 33)
-    _ = p.leased(count: 0, wanted: 8, running: 0)
+    _ = p.leased(count: 0, wanted: 8, running: 0, now: t0)
     #expect(p.consecutiveFailures == 0)
     #expect(p.leaseFailed(now: t0) == .wait(.milliseconds(250)))
   }
@@ -133,12 +155,12 @@ import Testing
 
   @Test func drainingEndsOnlyWhenNothingIsDueRunningOrRescued() {
     var p = pacing(drain: true)
-    #expect(p.leased(count: 0, wanted: 8, running: 1) == .wait(.seconds(1)))  // one still runs here
-    #expect(p.leased(count: 0, wanted: 8, running: 0) == .rescue)
+    #expect(p.leased(count: 0, wanted: 8, running: 1, now: t0) == .wait(.seconds(1)))  // one still runs here
+    #expect(p.leased(count: 0, wanted: 8, running: 0, now: t0) == .rescue)
     #expect(p.rescued(count: 2) == .proceed)  // a dead worker's jobs came back: take them
     #expect(p.rescued(count: 0) == .finish)
     var notDraining = pacing(drain: false)
-    #expect(notDraining.leased(count: 0, wanted: 8, running: 0) == .wait(.seconds(1)))
+    #expect(notDraining.leased(count: 0, wanted: 8, running: 0, now: t0) == .wait(.seconds(1)))
   }
 
   @Test func aStopWaitsOutTheGraceThenHandsBack() {
@@ -200,7 +222,7 @@ import Testing
     #expect(p.next(running: 0, aside: 0, now: t0) == .lease(limit: 2))
     // The lease answered after the stop was requested: its jobs run, but nothing more is leased.
     p.stopRequested(now: t0 + .milliseconds(1))
-    #expect(p.leased(count: 2, wanted: 2, running: 2) == .proceed)
+    #expect(p.leased(count: 2, wanted: 2, running: 2, now: t0) == .proceed)
     for running in 0...3 {
       #expect(p.next(running: running, aside: 0, now: t0 + .milliseconds(2)) == .stop)
     }

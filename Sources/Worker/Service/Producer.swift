@@ -10,6 +10,8 @@ import ThumbCore
 /// writes and the keeper still heartbeats.
 struct Producer: Service, WithServiceContext {
   let queue: JobQueue
+  /// Listens while the pacing says so (`ProducerPacing.listens`).
+  let listener: NotificationListener
   let context: ServiceContext
   let activity: ServiceActivity.Reporter
 
@@ -54,9 +56,11 @@ struct Producer: Service, WithServiceContext {
             }
             metrics.leaseStatement()
             runner.start(jobs, in: &group)
-            action = pacing.leased(count: jobs.count, wanted: limit, running: runner.running)
+            action = pacing.leased(count: jobs.count, wanted: limit, running: runner.running, now: .now)
+            listener.listening(pacing.listens)
           } catch {
             action = pacing.leaseFailed(answerLost: (error as? PostgresError)?.kind != .query, now: .now)
+            listener.listening(pacing.listens)
             logger.warning(
               "lease failed, will retry",
               metadata: ["error": "\(error)", "failures": "\(pacing.consecutiveFailures)"])

@@ -201,6 +201,38 @@ struct QueueBehaviourTests {
     _ = try await polling.stop()
   }
 
+  @Test func aWorkerThatAlwaysFindsJobsStopsListeningAndListensAgainWhenTheQueueRunsDry() async throws {
+    let database = try TestDatabase.create()
+    let fixture = try QueueFixture()
+    let url = fixture.origin.url("/files/photo.jpg")
+    try sql(
+      database, "SELECT thumbs.enqueue($1::text || '?backlog=' || n) FROM generate_series(1, 400) n", [url])
+    let worker = try BackgroundWorker(databaseURL: database, storage: fixture.storage) {
+      $0.pollInterval = 60
+      $0.concurrency = 2
+    }
+    func lastStatement() throws -> String? {
+      try sql(
+        database,
+        "SELECT query FROM pg_stat_activity WHERE application_name = 'thumbd-listen' AND datname = current_database()"
+      ).rows.first?[0] ?? nil
+    }
+    func queued() throws -> Int {
+      Int(try sql(database, "SELECT count(*) FROM thumbs.jobs WHERE state = 'queued'").rows[0][0]!)!
+    }
+    // Its leases come back full for a second: it stops listening while the backlog lasts.
+    #expect(try await eventually(timeout: 10) { try lastStatement() == "UNLISTEN thumbs_jobs" })
+    #expect(try queued() > 0)
+    // The backlog done, a short lease: it listens again, and a new upload wakes it at once.
+    #expect(
+      try await eventually(timeout: 60) { try queued() == 0 && lastStatement() == "LISTEN thumbs_jobs" })
+    try await Task.sleep(for: .milliseconds(300))
+    let woken = try sql(database, "SELECT thumbs.enqueue($1::text || '?n=new')", [url]).rows[0][0]!
+    #expect(try await eventually(timeout: 3) { try state(database, woken) == "succeeded" })
+    #expect(try startDelay(database, woken) < 0.5)
+    _ = try await worker.stop()
+  }
+
   @Test func outcomesOfManyJobsAreWrittenInOneCallAndFenced() async throws {
     let database = try TestDatabase.create()
     let queue = JobQueue(client: try await PostgresClient(conninfo: database, pool: pool))

@@ -28,6 +28,11 @@ public struct ProducerPacing: Sendable {
     /// and the read-ahead are taken: a new upload is leased at once and, its owner having nothing at
     /// work here, takes the next free slot (HeldJobs) instead of waiting behind the read-ahead job.
     public var onNotification = 1
+    /// Once every lease has come back full for this long, the worker stops listening for notifications
+    /// (`listens`): each notifying commit wakes every listening backend of the database, whatever its
+    /// channel, and a worker that always finds jobs needs no wake-up. The first short lease makes it
+    /// listen again.
+    public var quietAfter: Duration = .seconds(1)
     /// After a lease statement whose answer was lost, how long to keep looking for jobs the database
     /// leased to this worker anyway (it may run the statement late, when it comes back); past this their
     /// leases have expired and any worker's rescue returns them. The lease's length.
@@ -84,6 +89,10 @@ public struct ProducerPacing: Sendable {
   public private(set) var phase = Phase.startingUp
   /// Since when a slot has been free while too few were free to lease (the settle rule).
   private var freeSince: ContinuousClock.Instant?
+  /// Since when every lease has come back full (nil: the last one was short, or failed).
+  private var fullSince: ContinuousClock.Instant?
+  /// Whether the worker listens for notifications of enqueued jobs (its listener follows this).
+  public private(set) var listens = true
   private var failures = 0
   private var stopDeadline: ContinuousClock.Instant?
   /// After a lost lease answer: when to look for unheld jobs next, and until when (nil until the first
@@ -123,13 +132,26 @@ public struct ProducerPacing: Sendable {
     let waited = since.duration(to: now)
     if !enough && waited < settings.settle { return .wait(settings.settle - waited) }
     freeSince = nil
+    // Every slot busy and only the read-ahead has room: take a whole batch while leasing anyway, up to
+    // the read-ahead once more, so that one statement brings two jobs instead of one (at a fleet's size
+    // the database's work per job, not the workers', decides how large the fleet may grow).
+    if busy >= settings.concurrency {
+      return .lease(limit: min(settings.leaseBatch, free + settings.ahead))
+    }
     return .lease(limit: min(free, settings.leaseBatch))
   }
 
   /// The lease statement returned `count` of the `wanted` jobs; `running` counts them already.
-  public mutating func leased(count: Int, wanted: Int, running: Int) -> Action {
+  public mutating func leased(count: Int, wanted: Int, running: Int, now: ContinuousClock.Instant) -> Action {
     failures = 0
-    if count == wanted { return .proceed }  // there may be more ready: lease again without waiting
+    if count == wanted {
+      let since = fullSince ?? now
+      fullSince = since
+      if since.duration(to: now) >= settings.quietAfter { listens = false }
+      return .proceed  // there may be more ready: lease again without waiting
+    }
+    fullSince = nil
+    listens = true
     if settings.drain && count == 0 && running == 0 { return .rescue }
     return .wait(settings.pollInterval)
   }
@@ -140,6 +162,8 @@ public struct ProducerPacing: Sendable {
   /// has passed.
   public mutating func leaseFailed(answerLost: Bool = false, now: ContinuousClock.Instant) -> Action {
     failures += 1
+    fullSince = nil
+    listens = true
     let delay = settings.leaseBackoff.delay(afterFailures: failures)
     if answerLost {
       reclaimAt = reclaimAt ?? now + delay

@@ -1,0 +1,50 @@
+import Foundation
+import Queue
+import Synchronization
+import TestSupport
+import Testing
+
+/// The listener stops listening when told (a worker whose leases come back full needs no wake-up, and
+/// every listening backend is woken at each notifying commit of the database) and, back to listening,
+/// yields once for what it may have missed.
+@Suite(.serialized) struct ListenerTests {
+  @Test func unlistensWhenToldAndYieldsOnceWhenItListensAgain() async throws {
+    let database = try TestDatabase.create()
+    let listener = NotificationListener(conninfo: database)
+    let heard = Atomic<Int>(0)
+    listener.start()
+    let counting = Task {
+      for await _ in listener.notifications { heard.add(1, ordering: .relaxed) }
+    }
+    defer {
+      listener.stop()
+      counting.cancel()
+    }
+    // The backend's last statement says whether it listens.
+    func lastStatement() throws -> String? {
+      try sql(
+        database,
+        "SELECT query FROM pg_stat_activity WHERE application_name = 'thumbd-listen' AND datname = current_database()"
+      ).rows.first?[0] ?? nil
+    }
+    #expect(try await eventually(timeout: 5) { try lastStatement() == "LISTEN thumbs_jobs" })
+    // One yield on connecting: what was enqueued before it listened.
+    #expect(await eventually(timeout: 2) { heard.load(ordering: .relaxed) == 1 })
+    try sql(database, "NOTIFY thumbs_jobs")
+    #expect(await eventually(timeout: 2) { heard.load(ordering: .relaxed) == 2 })
+
+    listener.listening(false)
+    #expect(try await eventually(timeout: 5) { try lastStatement() == "UNLISTEN thumbs_jobs" })
+    try sql(database, "NOTIFY thumbs_jobs")
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(heard.load(ordering: .relaxed) == 2)
+    // Told again: nothing changes, nothing is run.
+    listener.listening(false)
+
+    listener.listening(true)
+    #expect(try await eventually(timeout: 5) { try lastStatement() == "LISTEN thumbs_jobs" })
+    #expect(await eventually(timeout: 2) { heard.load(ordering: .relaxed) == 3 })
+    try sql(database, "NOTIFY thumbs_jobs")
+    #expect(await eventually(timeout: 2) { heard.load(ordering: .relaxed) == 4 })
+  }
+}
