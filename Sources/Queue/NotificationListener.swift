@@ -8,7 +8,8 @@ import ThumbCore
 ///
 /// `listening(false)` UNLISTENs until `listening(true)`, which LISTENs again and then yields once
 /// (anything notified meanwhile was not heard): PostgreSQL wakes every listening backend of the database
-/// at each notifying commit, so a worker whose leases come back full stops listening.
+/// at each notifying commit, so a worker whose leases come back full stops listening. `watching(true)`
+/// keeps it listening whatever `listening` says (a worker that watches for the fleet).
 ///
 /// It runs on a thread of its own, blocked in poll(2) on the connection's socket, so a notification is
 /// seen within microseconds of its arrival and costs nothing while none come. If the connection breaks
@@ -22,8 +23,11 @@ public final class NotificationListener: Sendable {
   /// `LISTEN <channel>` and `UNLISTEN <channel>`.
   private let listenStatement: String
   private let unlistenStatement: String
-  /// Whether to listen (`listening(_:)`); the thread makes it so.
-  private let wanted = Atomic<Bool>(true)
+  /// Whether to listen: the producer's wish (`listening(_:)`) or the fleet's (`watching(_:)`); the
+  /// thread makes it so.
+  private let wished = Atomic<Bool>(true)
+  private let watches = Atomic<Bool>(false)
+  private var wanted: Bool { wished.load(ordering: .acquiring) || watches.load(ordering: .acquiring) }
   /// Yields when a notification arrived (several since the last look are one). Ends with `stop()`.
   public let notifications: AsyncStream<Void>
   private let notify: AsyncStream<Void>.Continuation
@@ -76,7 +80,13 @@ public final class NotificationListener: Sendable {
 
   /// Listen (the default) or not. Cheap when nothing changes: called after every lease.
   public func listening(_ on: Bool) {
-    guard wanted.exchange(on, ordering: .acquiringAndReleasing) != on else { return }
+    guard wished.exchange(on, ordering: .acquiringAndReleasing) != on else { return }
+    wakeThread()
+  }
+
+  /// Listen whatever `listening` says, or not (the default).
+  public func watching(_ on: Bool) {
+    guard watches.exchange(on, ordering: .acquiringAndReleasing) != on else { return }
     wakeThread()
   }
 
@@ -128,7 +138,7 @@ public final class NotificationListener: Sendable {
       let conn = try? openConnection(
         conninfo, applicationName: "thumbd-listen", liveness: liveness, group: group)
     else { return nil }
-    let listening = wanted.load(ordering: .acquiring)
+    let listening = wanted
     if listening && !run(listenStatement, on: conn) {
       PQfinish(conn)
       return nil
@@ -153,7 +163,7 @@ public final class NotificationListener: Sendable {
     var listening = listening
     while !isStopping {
       if let group, group.generation != generation { return false }
-      let want = wanted.load(ordering: .acquiring)
+      let want = wanted
       if want != listening {
         guard run(want ? listenStatement : unlistenStatement, on: conn) else { return true }
         listening = want

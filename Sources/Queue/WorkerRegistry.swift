@@ -54,9 +54,12 @@ public struct WorkerCounters: Sendable, Equatable {
 extension JobQueue {
   /// Registers the worker or refreshes its row. An upsert, so a worker whose row expired while it was
   /// frozen or cut off comes back once it can reach the database again.
+  /// Returns whether the worker is one of the first `watchers` running workers of the fleet, which
+  /// keep listening while busy (SQL/announce_worker.sql).
+  @discardableResult
   public func announce(
-    _ worker: WorkerRecord, counters: WorkerCounters, stopping: Bool
-  ) async throws(PostgresError) {
+    _ worker: WorkerRecord, counters: WorkerCounters, stopping: Bool, watchers: Int = 2
+  ) async throws(PostgresError) -> Bool {
     try await client.run(
       SQL.AnnounceWorker.self,
       .init(
@@ -65,7 +68,8 @@ extension JobQueue {
         leaseSeconds: worker.leaseSeconds, state: stopping ? "stopping" : "running",
         jobsSucceeded: Int64(counters.succeeded), jobsFailed: Int64(counters.failed),
         jobsRetried: Int64(counters.retried), leasesLost: Int64(counters.leaseLost),
-        sourceSchemes: worker.sourceSchemes))
+        sourceSchemes: worker.sourceSchemes, watchers: Int64(watchers))
+    ).first?.watches ?? false
   }
 
   /// Removes the worker's row at a clean exit.

@@ -194,7 +194,9 @@ public final class Worker: Sendable {
       }
     }
     defer { webhookQueue?.client.close() }
-    add("keeper") { Keeper(queue: keeperQueue, context: context, record: record, activity: $0) }
+    add("keeper") {
+      Keeper(queue: keeperQueue, context: context, record: record, listener: listener, activity: $0)
+    }
     if let store {
       // Collection's statements are short and few: it shares the keeper's connection.
       add("collector") { Collector(queue: keeperQueue, store: store, context: context, activity: $0) }

@@ -10,6 +10,11 @@ public enum SQL {
   /// database again. source_schemes: the schemes of source URLs it reads (a worker of a release that does
   /// not say reads http and https only, and is not given s3:// jobs: migration 0012). fences_collection:
   /// it refuses completions naming objects being deleted (migration 0013).
+  ///
+  /// watches: whether the worker is one of the first $14 running workers (by id) with a fresh heartbeat.
+  /// Those keep listening for new jobs while busy, so that an upload enqueued while the whole fleet is busy
+  /// is leased at once by one of them; the others listen only while their leases come back short
+  /// (PostgreSQL wakes every listener of the database at each notifying commit).
   public enum AnnounceWorker: TypedStatement {
     public static let statement = SQLStatement(
       name: "announce_worker",
@@ -24,17 +29,21 @@ public enum SQL {
                jobs_failed = excluded.jobs_failed, jobs_retried = excluded.jobs_retried,
                leases_lost = excluded.leases_lost, source_schemes = excluded.source_schemes,
                fences_collection = true
+        RETURNING w.state = 'running'
+                  AND (SELECT count(*) FROM thumbs.workers o
+                        WHERE o.id < w.id AND o.state = 'running' AND o.last_heartbeat_at > now() - o.lease_ttl)
+                      < $14::bigint AS watches
         """#,
       parameters: [
         "id", "host", "pid", "version", "concurrency", "memory_budget", "lease_seconds", "state",
-        "jobs_succeeded", "jobs_failed", "jobs_retried", "leases_lost", "source_schemes",
+        "jobs_succeeded", "jobs_failed", "jobs_retried", "leases_lost", "source_schemes", "watchers",
       ],
       parameterTypes: [
         "text", "text", "int", "text", "int", "bigint", "float8", "text", "bigint", "bigint", "bigint",
-        "bigint", "text[]",
+        "bigint", "text[]", "bigint",
       ],
-      columns: [],
-      columnTypes: [],
+      columns: ["watches"],
+      columnTypes: ["bool"],
       deadline: .quick)
 
     public struct Parameters: StatementParameters {
@@ -51,11 +60,12 @@ public enum SQL {
       public var jobsRetried: Int64
       public var leasesLost: Int64
       public var sourceSchemes: [String]
+      public var watchers: Int64
 
       public init(
         id: String, host: String, pid: Int, version: String, concurrency: Int, memoryBudget: Int64,
         leaseSeconds: Double, state: String, jobsSucceeded: Int64, jobsFailed: Int64, jobsRetried: Int64,
-        leasesLost: Int64, sourceSchemes: [String]
+        leasesLost: Int64, sourceSchemes: [String], watchers: Int64
       ) {
         self.id = id
         self.host = host
@@ -70,6 +80,7 @@ public enum SQL {
         self.jobsRetried = jobsRetried
         self.leasesLost = leasesLost
         self.sourceSchemes = sourceSchemes
+        self.watchers = watchers
       }
 
       public var values: [String?] {
@@ -77,12 +88,18 @@ public enum SQL {
           id.postgresText, host.postgresText, pid.postgresText, version.postgresText,
           concurrency.postgresText, memoryBudget.postgresText, leaseSeconds.postgresText, state.postgresText,
           jobsSucceeded.postgresText, jobsFailed.postgresText, jobsRetried.postgresText,
-          leasesLost.postgresText, PostgresArray.literal(sourceSchemes),
+          leasesLost.postgresText, PostgresArray.literal(sourceSchemes), watchers.postgresText,
         ]
       }
     }
 
-    public typealias Row = NoRow
+    public struct Row: StatementRow, Equatable {
+      public var watches: Bool
+
+      public init(_ row: ResultRow) throws(PostgresError) {
+        watches = try row.decode("watches")
+      }
+    }
   }
 
   /// The versions (the NNNN of NNNN_name.sql) of the migrations already applied.

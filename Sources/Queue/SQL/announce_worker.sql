@@ -4,10 +4,15 @@
 -- database again. source_schemes: the schemes of source URLs it reads (a worker of a release that does
 -- not say reads http and https only, and is not given s3:// jobs: migration 0012). fences_collection:
 -- it refuses completions naming objects being deleted (migration 0013).
+--
+-- watches: whether the worker is one of the first $14 running workers (by id) with a fresh heartbeat.
+-- Those keep listening for new jobs while busy, so that an upload enqueued while the whole fleet is busy
+-- is leased at once by one of them; the others listen only while their leases come back short
+-- (PostgreSQL wakes every listener of the database at each notifying commit).
 -- params: id text, host text, pid int, version text, concurrency int, memory_budget bigint,
 -- params: lease_seconds float8, state text, jobs_succeeded bigint, jobs_failed bigint,
--- params: jobs_retried bigint, leases_lost bigint, source_schemes text[]
--- returns: none
+-- params: jobs_retried bigint, leases_lost bigint, source_schemes text[], watchers bigint
+-- returns: watches bool
 -- deadline: quick
 INSERT INTO thumbs.workers AS w
        (id, host, pid, version, concurrency, memory_budget, lease_ttl, state,
@@ -19,3 +24,7 @@ ON CONFLICT (id) DO UPDATE
        jobs_failed = excluded.jobs_failed, jobs_retried = excluded.jobs_retried,
        leases_lost = excluded.leases_lost, source_schemes = excluded.source_schemes,
        fences_collection = true
+RETURNING w.state = 'running'
+          AND (SELECT count(*) FROM thumbs.workers o
+                WHERE o.id < w.id AND o.state = 'running' AND o.last_heartbeat_at > now() - o.lease_ttl)
+              < $14::bigint AS watches

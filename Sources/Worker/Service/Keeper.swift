@@ -14,6 +14,8 @@ struct Keeper: Service, WithServiceContext {
   let queue: JobQueue
   let context: ServiceContext
   let record: WorkerRecord
+  /// Told at each announcement whether this worker watches for the fleet (keeps listening while busy).
+  let listener: NotificationListener
   let activity: ServiceActivity.Reporter
 
   func run() async throws {
@@ -114,7 +116,9 @@ struct Keeper: Service, WithServiceContext {
     do {
       let newest = try await readiness.observe { () throws(PostgresError) in try await queue.schemaVersion() }
       if let problem = SchemaRequirement.problem(newestApplied: newest) { return .schema(problem) }
-      try await readiness.observe { () throws(PostgresError) in
+      _ = try await readiness.observe { () throws(PostgresError) in
+        // Whether it watches for the fleet is left to the heartbeats: workers that start together would
+        // each count the others not yet announced out, and all watch.
         try await queue.announce(record, counters: metrics.counters, stopping: false)
       }
       return nil
@@ -153,7 +157,9 @@ struct Keeper: Service, WithServiceContext {
       await extendLeases()
       do {
         try await readiness.observe { () throws(PostgresError) in
-          try await queue.announce(record, counters: metrics.counters, stopping: shutdown.isRequested)
+          let watches = try await queue.announce(
+            record, counters: metrics.counters, stopping: shutdown.isRequested)
+          listener.watching(watches)
         }
       } catch {
         logger.warning("could not refresh the worker registry", metadata: ["error": "\(error)"])

@@ -1,3 +1,4 @@
+import Blocking
 import Foundation
 import Queue
 import Synchronization
@@ -8,6 +9,35 @@ import Testing
 /// every listening backend is woken at each notifying commit of the database) and, back to listening,
 /// yields once for what it may have missed.
 @Suite(.serialized) struct ListenerTests {
+  let pool = BlockingPool(threads: 2, name: "listener-test")
+
+  /// The first two running workers by id with a fresh heartbeat watch for the fleet (keep listening while
+  /// busy); a stopping worker neither watches nor counts, nor does one whose heartbeat is stale.
+  @Test func theFirstTwoRunningWorkersWatchForTheFleet() async throws {
+    let database = try TestDatabase.create()
+    let queue = JobQueue(client: try await PostgresClient(conninfo: database, pool: pool))
+    defer { queue.client.close() }
+    func announce(_ id: String, stopping: Bool = false) async throws -> Bool {
+      try await queue.announce(
+        WorkerRecord(
+          id: id, host: "h", pid: 1, version: "1.0.0", concurrency: 2, memoryBudget: 1 << 20, leaseSeconds: 60
+        ),
+        counters: WorkerCounters(), stopping: stopping)
+    }
+    #expect(try await announce("c"))
+    #expect(try await announce("d"))
+    #expect(try await announce("e") == false)  // "c" and "d" come first
+    #expect(try await announce("a"))
+    #expect(try await announce("d") == false)  // now "a" and "c"
+    // A stopping worker does not watch, and the next one takes its place.
+    #expect(try await announce("a", stopping: true) == false)
+    #expect(try await announce("d"))
+    // Nor does a worker count whose heartbeat is older than its lease (it froze, or died).
+    try sql(
+      database, "UPDATE thumbs.workers SET last_heartbeat_at = now() - interval '2 minutes' WHERE id = 'c'")
+    #expect(try await announce("e"))
+  }
+
   @Test func unlistensWhenToldAndYieldsOnceWhenItListensAgain() async throws {
     let database = try TestDatabase.create()
     let listener = NotificationListener(conninfo: database)
