@@ -79,8 +79,11 @@ import Testing
     // takes the next free slot before the read-ahead job (HeldJobs).
     #expect(p.next(running: 3, aside: 0, now: t0) == .wait(.seconds(1)))
     #expect(p.next(running: 3, aside: 0, notified: true, now: t0) == .lease(limit: 1))
-    // One such job at a time: with it held, a notification leases nothing.
+    // One such job at a time: with it held, a notification leases nothing yet...
     #expect(p.next(running: 4, aside: 0, notified: true, now: t0) == .wait(.seconds(1)))
+    // ...but is kept: once that job has a slot (another job ended), the second upload is leased.
+    #expect(p.next(running: 3, aside: 0, now: t0) == .lease(limit: 1))
+    #expect(p.next(running: 4, aside: 0, now: t0) == .wait(.seconds(1)))
     // Without the extra job, a notification leases no more than the slots and the read-ahead.
     settings.onNotification = 0
     p = ProducerPacing(settings)

@@ -89,6 +89,8 @@ public struct ProducerPacing: Sendable {
   public private(set) var phase = Phase.startingUp
   /// Since when a slot has been free while too few were free to lease (the settle rule).
   private var freeSince: ContinuousClock.Instant?
+  /// A notification of enqueued jobs came, and no lease statement ran since.
+  private var heard = false
   /// Since when every lease has come back full (nil: the last one was short, or failed).
   private var fullSince: ContinuousClock.Instant?
   /// Whether the worker listens for notifications of enqueued jobs (its listener follows this).
@@ -106,7 +108,9 @@ public struct ProducerPacing: Sendable {
 
   /// What to do now, with `running` jobs in this process of which `aside` stand aside (waiting for memory
   /// or a shared decode, their slot given to another job; at most one extra job per slot). `notified`:
-  /// a notification of enqueued jobs came since the last lease.
+  /// a notification of enqueued jobs came since the last call; it is kept until a lease statement runs
+  /// (a second upload, heard while the first one's extra lease still waits for a slot, is leased as soon
+  /// as that one starts).
   public mutating func next(
     running: Int, aside: Int, notified: Bool = false, now: ContinuousClock.Instant
   ) -> Action {
@@ -116,12 +120,15 @@ public struct ProducerPacing: Sendable {
     case .producing: break
     }
     if let at = reclaimAt, at <= now { return .reclaim }
+    heard = heard || notified
     let busy = running - min(aside, settings.concurrency)
     let free = settings.concurrency + settings.ahead - busy
     guard free > 0 else {
       freeSince = nil
       let extra = free + settings.onNotification
-      return notified && extra > 0 ? .lease(limit: extra) : .wait(settings.pollInterval)
+      guard heard && extra > 0 else { return .wait(settings.pollInterval) }
+      heard = false
+      return .lease(limit: extra)
     }
     let since = freeSince ?? now
     freeSince = since
@@ -135,8 +142,9 @@ public struct ProducerPacing: Sendable {
     let enough = busy == 0 || free >= (slotsBusy ? settings.leaseBatch : max(1, settings.leaseBatch / 2))
     let waited = since.duration(to: now)
     // A notification may be a new upload: no settling then.
-    if !enough && !notified && waited < settings.settle { return .wait(settings.settle - waited) }
+    if !enough && !heard && waited < settings.settle { return .wait(settings.settle - waited) }
     freeSince = nil
+    heard = false
     return .lease(limit: min(free, settings.leaseBatch))
   }
 
