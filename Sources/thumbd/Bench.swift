@@ -205,7 +205,7 @@ struct BenchLatency: AsyncParsableCommand {
         for index in 0..<(warmUp + jobs) {
           let before = ContinuousClock.now
           let id = try await enqueuer.enqueue(
-            sourceURL: "bench://latency/\(run)/\(index)", profile: "default", priority: 0)
+            sourceURL: "http://bench.invalid/latency/\(run)/\(index)", profile: "default", priority: 0)
           let enqueued = before.duration(to: .now)
           var startedAt = recorder.starts.withLock { $0[id] }
           while startedAt == nil {

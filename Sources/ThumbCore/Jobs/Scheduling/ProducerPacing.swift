@@ -134,12 +134,8 @@ public struct ProducerPacing: Sendable {
     freeSince = since
     // Slots free up in bursts (outcomes are written in batches). Leasing for every single free slot would
     // split the work into ever smaller statements, so while jobs run the producer waits until half a
-    // batch of slots is free, or one slot has been free for `settle` (long jobs). While every slot is
-    // busy (only the read-ahead has room), no slot waits for the lease: the producer waits for a whole
-    // batch, or `settle`. Short jobs end together and are leased two at a time, not one: at a fleet's
-    // size the database's work per job, not the workers', decides how large the fleet may grow.
-    let slotsBusy = busy >= settings.concurrency
-    let enough = busy == 0 || free >= (slotsBusy ? settings.leaseBatch : max(1, settings.leaseBatch / 2))
+    // batch of slots is free, or one slot has been free for `settle` (long jobs).
+    let enough = busy == 0 || free >= max(1, settings.leaseBatch / 2)
     let waited = since.duration(to: now)
     // A notification may be a new upload: no settling then.
     if !enough && !heard && waited < settings.settle { return .wait(settings.settle - waited) }
