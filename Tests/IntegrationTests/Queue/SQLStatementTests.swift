@@ -142,21 +142,24 @@ struct SQLStatementTests {
   @Test func typedRowsDecodeByNameWithNullsWhereTheHeaderAllowsThem() throws {
     let result = QueryResult(
       columns: [
-        "id", "source_url", "profile", "attempts", "max_attempts", "lease_token", "spec", "spec_version",
+        "id", "source_url", "profile", "attempts", "max_attempts", "lease_token", "owner", "spec",
+        "spec_version",
       ],
       rows: [
-        ["7", "http://a/b.jpg", "default", "1", "5", "abc", nil, nil],
-        ["8", "u", "p", "2", "5", "def", "{}", "3"],
+        ["7", "http://a/b.jpg", "default", "1", "5", "abc", nil, nil, nil],
+        ["8", "u", "p", "2", "5", "def", "user-8", "{}", "3"],
       ])
     let rows = try result.namedRows.map { row throws(PostgresError) in try SQL.LeaseJobs.Row(row) }
     #expect(rows.map(\.id) == [7, 8])
     #expect(rows[0].sourceURL == "http://a/b.jpg" && rows[0].maxAttempts == 5 && rows[0].leaseToken == "abc")
     #expect(rows.map(\.spec) == [nil, "{}"])
     #expect(rows.map(\.specVersion) == [nil, 3])
+    #expect(rows.map(\.owner) == [nil, "user-8"])
     // NULL where the header does not allow it, a value of the wrong type, a column missing: errors.
-    let null = QueryResult(columns: result.columns, rows: [["7", nil, "p", "1", "5", "abc", nil, nil]])
+    let null = QueryResult(columns: result.columns, rows: [["7", nil, "p", "1", "5", "abc", nil, nil, nil]])
     #expect(throws: PostgresError.self) { try SQL.LeaseJobs.Row(null.namedRows[0]) }
-    let text = QueryResult(columns: result.columns, rows: [["seven", "u", "p", "1", "5", "abc", nil, nil]])
+    let text = QueryResult(
+      columns: result.columns, rows: [["seven", "u", "p", "1", "5", "abc", nil, nil, nil]])
     let wrong = #expect(throws: PostgresError.self) { try SQL.LeaseJobs.Row(text.namedRows[0]) }
     #expect(wrong?.message.contains("\"id\"") == true)
     let short = QueryResult(columns: ["id"], rows: [["7"]])
