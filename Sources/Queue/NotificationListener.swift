@@ -95,12 +95,10 @@ public final class NotificationListener: Sendable {
     _ = write(wakePipe.write, &byte, 1)
   }
 
-  /// Empties the wake pipe; returns whether anything was in it.
-  private func drainWakePipe() -> Bool {
+  /// Empties the wake pipe.
+  private func drainWakePipe() {
     var bytes = [UInt8](repeating: 0, count: 64)
-    var any = false
-    while read(wakePipe.read, &bytes, bytes.count) > 0 { any = true }
-    return any
+    while read(wakePipe.read, &bytes, bytes.count) > 0 {}
   }
 
   private var isStopping: Bool { stopping.load(ordering: .acquiring) }
@@ -117,7 +115,7 @@ public final class NotificationListener: Sendable {
         failures += 1
         var wake = pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)
         _ = poll(&wake, 1, Int32(Self.reconnectBackoff.seconds(afterFailures: failures) * 1000))
-        _ = drainWakePipe()
+        drainWakePipe()
         continue
       }
       failures = 0
@@ -176,7 +174,7 @@ public final class NotificationListener: Sendable {
       ]
       guard case .success = SystemCall.run({ poll(&descriptors, 2, 1000) }) else { return true }
       if descriptors[1].revents != 0 {
-        _ = drainWakePipe()
+        drainWakePipe()
         if isStopping { return false }
       }
       if descriptors[0].revents != 0 {

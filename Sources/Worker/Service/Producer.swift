@@ -57,14 +57,13 @@ struct Producer: Service, WithServiceContext {
             metrics.leaseStatement()
             runner.start(jobs, in: &group)
             action = pacing.leased(count: jobs.count, wanted: limit, running: runner.running, now: .now)
-            listener.listening(pacing.listens)
           } catch {
             action = pacing.leaseFailed(answerLost: (error as? PostgresError)?.kind != .query, now: .now)
-            listener.listening(pacing.listens)
             logger.warning(
               "lease failed, will retry",
               metadata: ["error": "\(error)", "failures": "\(pacing.consecutiveFailures)"])
           }
+          listener.listening(pacing.listens)
         case .reclaim:
           activity.awaiting("a look for jobs a lost lease answer may have leased")
           do {

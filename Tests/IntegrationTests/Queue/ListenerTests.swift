@@ -50,21 +50,15 @@ import Testing
       listener.stop()
       counting.cancel()
     }
-    // The backend's last statement says whether it listens.
-    func lastStatement() throws -> String? {
-      try sql(
-        database,
-        "SELECT query FROM pg_stat_activity WHERE application_name = 'thumbd-listen' AND datname = current_database()"
-      ).rows.first?[0] ?? nil
-    }
-    #expect(try await eventually(timeout: 5) { try lastStatement() == "LISTEN thumbs_jobs" })
+    #expect(try await eventually(timeout: 5) { try listenerLastStatement(database) == "LISTEN thumbs_jobs" })
     // One yield on connecting: what was enqueued before it listened.
     #expect(await eventually(timeout: 2) { heard.load(ordering: .relaxed) == 1 })
     try sql(database, "NOTIFY thumbs_jobs")
     #expect(await eventually(timeout: 2) { heard.load(ordering: .relaxed) == 2 })
 
     listener.listening(false)
-    #expect(try await eventually(timeout: 5) { try lastStatement() == "UNLISTEN thumbs_jobs" })
+    #expect(
+      try await eventually(timeout: 5) { try listenerLastStatement(database) == "UNLISTEN thumbs_jobs" })
     try sql(database, "NOTIFY thumbs_jobs")
     try await Task.sleep(for: .milliseconds(300))
     #expect(heard.load(ordering: .relaxed) == 2)
@@ -72,7 +66,7 @@ import Testing
     listener.listening(false)
 
     listener.listening(true)
-    #expect(try await eventually(timeout: 5) { try lastStatement() == "LISTEN thumbs_jobs" })
+    #expect(try await eventually(timeout: 5) { try listenerLastStatement(database) == "LISTEN thumbs_jobs" })
     #expect(await eventually(timeout: 2) { heard.load(ordering: .relaxed) == 3 })
     try sql(database, "NOTIFY thumbs_jobs")
     #expect(await eventually(timeout: 2) { heard.load(ordering: .relaxed) == 4 })

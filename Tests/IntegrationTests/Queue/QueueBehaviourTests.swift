@@ -211,21 +211,18 @@ struct QueueBehaviourTests {
       $0.pollInterval = 60
       $0.concurrency = 2
     }
-    func lastStatement() throws -> String? {
-      try sql(
-        database,
-        "SELECT query FROM pg_stat_activity WHERE application_name = 'thumbd-listen' AND datname = current_database()"
-      ).rows.first?[0] ?? nil
-    }
     func queued() throws -> Int {
       Int(try sql(database, "SELECT count(*) FROM thumbs.jobs WHERE state = 'queued'").rows[0][0]!)!
     }
     // Its leases come back full for a second: it stops listening while the backlog lasts.
-    #expect(try await eventually(timeout: 10) { try lastStatement() == "UNLISTEN thumbs_jobs" })
+    #expect(
+      try await eventually(timeout: 10) { try listenerLastStatement(database) == "UNLISTEN thumbs_jobs" })
     #expect(try queued() > 0)
     // The backlog done, a short lease: it listens again, and a new upload wakes it at once.
     #expect(
-      try await eventually(timeout: 60) { try queued() == 0 && lastStatement() == "LISTEN thumbs_jobs" })
+      try await eventually(timeout: 60) {
+        try queued() == 0 && listenerLastStatement(database) == "LISTEN thumbs_jobs"
+      })
     try await Task.sleep(for: .milliseconds(300))
     let woken = try sql(database, "SELECT thumbs.enqueue($1::text || '?n=new')", [url]).rows[0][0]!
     #expect(try await eventually(timeout: 3) { try state(database, woken) == "succeeded" })
@@ -342,6 +339,15 @@ struct QueueBehaviourTests {
     #expect(try await queue.rescueExpired() == [leased[0].id])
     #expect(try sql(database, "SELECT count(*) FROM thumbs.stuck_jobs").rows[0][0] == "0")
   }
+}
+
+/// The last statement of the database's `thumbd-listen` backend: whether the worker listens
+/// (`LISTEN thumbs_jobs`) or not (`UNLISTEN thumbs_jobs`).
+func listenerLastStatement(_ database: String) throws -> String? {
+  try sql(
+    database,
+    "SELECT query FROM pg_stat_activity WHERE application_name = 'thumbd-listen' AND datname = current_database()"
+  ).rows.first?[0] ?? nil
 }
 
 private func listenerBackends(_ database: String) throws -> [String] {
