@@ -5,7 +5,7 @@
 -- job. Returns the ids written; a job missing from the answer lost its lease, and its variant rows were
 -- not inserted either.
 --
--- Fencing and lock order as in heartbeat_jobs: only rows still running under the caller's
+-- Fencing, lock order and lookup by id as in heartbeat_jobs: only rows still running under the caller's
 -- lease_token, locked in id order.
 --
 -- Each job's photo (its external id, else its source's identity) gets the job's variants as its current
@@ -36,7 +36,7 @@ WITH input AS (
            AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version, warnings, media)),
 locked AS MATERIALIZED (
   SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
-   WHERE j.lease_token = i.token AND j.state = 'running'
+   WHERE j.id = ANY ($1::bigint[]) AND j.lease_token = i.token AND j.state = 'running'
    ORDER BY j.id FOR UPDATE OF j),
 collected AS MATERIALIZED (
   SELECT DISTINCT l.id FROM locked l

@@ -4,7 +4,7 @@
 -- $6 is true gets its attempt back (the failure was the worker's configuration, not the job's: it
 -- must not use up max_attempts). Returns the ids written; a job missing from the answer lost its lease.
 --
--- Fencing and lock order as in heartbeat_jobs: only rows still running under the caller's
+-- Fencing, lock order and lookup by id as in heartbeat_jobs: only rows still running under the caller's
 -- lease_token, locked in id order.
 --
 -- A job that fails for good gets its `failed` event (migrations/0010), announced on thumbs_events;
@@ -18,7 +18,7 @@ WITH input AS (
            AS t(id, token, retry_after, code, message, refund)),
 locked AS MATERIALIZED (
   SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
-   WHERE j.lease_token = i.token AND j.state = 'running'
+   WHERE j.id = ANY ($1::bigint[]) AND j.lease_token = i.token AND j.state = 'running'
    ORDER BY j.id FOR UPDATE OF j),
 written AS (
 UPDATE thumbs.jobs j

@@ -4,7 +4,7 @@
 -- notified subquery runs once, on the first row, so one thumbs_jobs notification goes out when any
 -- job was handed back. Returns the ids written; a job missing from the answer lost its lease.
 --
--- Fencing and lock order as in heartbeat_jobs: only rows still running under the caller's
+-- Fencing, lock order and lookup by id as in heartbeat_jobs: only rows still running under the caller's
 -- lease_token, locked in id order.
 -- params: ids bigint[], tokens uuid[]
 -- returns: id bigint, notified bigint
@@ -12,7 +12,7 @@
 WITH input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
 locked AS MATERIALIZED (
   SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
-   WHERE j.lease_token = i.token AND j.state = 'running'
+   WHERE j.id = ANY ($1::bigint[]) AND j.lease_token = i.token AND j.state = 'running'
    ORDER BY j.id FOR UPDATE OF j),
 returned AS (
   UPDATE thumbs.jobs j
