@@ -30,14 +30,16 @@
 -- params: warnings jsonb[], public_url_base text?, media jsonb?[]
 -- returns: id bigint, refused bool, notified bigint
 -- deadline: batch
-WITH input AS (
+WITH input AS MATERIALIZED (
   SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
                        $14::bigint[], $15::jsonb[], $17::jsonb[])
-           AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version, warnings, media)),
+           AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version, warnings, media)
+   ORDER BY id),
 locked AS MATERIALIZED (
-  SELECT j.id, j.started_at FROM thumbs.jobs j JOIN input i ON i.id = j.id
-   WHERE j.id = ANY ($1::bigint[]) AND j.lease_token = i.token AND j.state = 'running'
-   ORDER BY j.id FOR UPDATE OF j),
+  SELECT i.*, held.started_at FROM input i CROSS JOIN LATERAL (
+    SELECT j.started_at FROM thumbs.jobs j
+     WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'running'
+       FOR UPDATE OF j OFFSET 0) held),
 collected AS MATERIALIZED (
   SELECT DISTINCT l.id FROM locked l
     JOIN unnest($3::bigint[], $9::text[]) AS n(job_id, storage_key) ON n.job_id = l.id
@@ -55,16 +57,16 @@ ended AS (
              'outcome', 'deferred', 'error',
              'a thumbnail it made is being deleted by collection: it runs again, and stores it again')) END,
          error_code = NULL, last_error = NULL, lease_token = NULL, lease_expires_at = NULL,
-         thumbhash = CASE WHEN c.id IS NULL THEN i.thumbhash ELSE j.thumbhash END,
-         render_key = CASE WHEN c.id IS NULL THEN i.render_key ELSE j.render_key END,
-         reused_from = CASE WHEN c.id IS NULL THEN i.reused_from ELSE j.reused_from END,
-         stage_ms = CASE WHEN c.id IS NULL THEN i.stage_ms ELSE j.stage_ms END,
-         warnings = CASE WHEN c.id IS NULL THEN i.warnings ELSE j.warnings END,
-         media = CASE WHEN c.id IS NULL THEN i.media ELSE j.media END
-    FROM locked l JOIN input i ON i.id = l.id LEFT JOIN collected c ON c.id = l.id
+         thumbhash = CASE WHEN c.id IS NULL THEN l.thumbhash ELSE j.thumbhash END,
+         render_key = CASE WHEN c.id IS NULL THEN l.render_key ELSE j.render_key END,
+         reused_from = CASE WHEN c.id IS NULL THEN l.reused_from ELSE j.reused_from END,
+         stage_ms = CASE WHEN c.id IS NULL THEN l.stage_ms ELSE j.stage_ms END,
+         warnings = CASE WHEN c.id IS NULL THEN l.warnings ELSE j.warnings END,
+         media = CASE WHEN c.id IS NULL THEN l.media ELSE j.media END
+    FROM locked l LEFT JOIN collected c ON c.id = l.id
    WHERE j.id = l.id
   RETURNING j.id, j.state, j.external_id, j.source_key, j.source_url, j.profile, j.render_key,
-            j.thumbhash, j.attempts, j.rerender, i.spec_version, j.warnings, j.metadata, j.media),
+            j.thumbhash, j.attempts, j.rerender, l.spec_version, j.warnings, j.metadata, j.media),
 done AS (SELECT * FROM ended WHERE state = 'succeeded'),
 variant_rows AS (
   SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key

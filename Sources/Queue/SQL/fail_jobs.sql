@@ -13,13 +13,15 @@
 -- params: refunds bool[]
 -- returns: id bigint, notified bigint
 -- deadline: batch
-WITH input AS (
+WITH input AS MATERIALIZED (
   SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[], $5::text[], $6::bool[])
-           AS t(id, token, retry_after, code, message, refund)),
+           AS t(id, token, retry_after, code, message, refund)
+   ORDER BY id),
 locked AS MATERIALIZED (
-  SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
-   WHERE j.id = ANY ($1::bigint[]) AND j.lease_token = i.token AND j.state = 'running'
-   ORDER BY j.id FOR UPDATE OF j),
+  SELECT i.* FROM input i CROSS JOIN LATERAL (
+    SELECT FROM thumbs.jobs j
+     WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'running'
+       FOR UPDATE OF j OFFSET 0) held),
 written AS (
 UPDATE thumbs.jobs j
    SET state = CASE WHEN i.retry_after IS NULL THEN 'failed' ELSE 'queued' END,
@@ -33,8 +35,8 @@ UPDATE thumbs.jobs j
          'outcome', CASE WHEN i.retry_after IS NULL THEN 'failed' WHEN i.refund THEN 'deferred'
                          ELSE 'retry' END,
          'error_code', i.code, 'error', i.message))
-  FROM locked, input i
- WHERE j.id = locked.id AND i.id = j.id
+  FROM locked i
+ WHERE j.id = i.id
 RETURNING j.id, j.external_id, j.source_url, j.profile, j.state, j.error_code, j.last_error, j.attempts,
           j.rerender, j.metadata),
 events AS (

@@ -9,11 +9,13 @@
 -- params: ids bigint[], tokens uuid[]
 -- returns: id bigint, notified bigint
 -- deadline: batch
-WITH input AS (SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token)),
+WITH input AS MATERIALIZED (
+  SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token) ORDER BY id),
 locked AS MATERIALIZED (
-  SELECT j.id FROM thumbs.jobs j JOIN input i ON i.id = j.id
-   WHERE j.id = ANY ($1::bigint[]) AND j.lease_token = i.token AND j.state = 'running'
-   ORDER BY j.id FOR UPDATE OF j),
+  SELECT i.id FROM input i CROSS JOIN LATERAL (
+    SELECT FROM thumbs.jobs j
+     WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'running'
+       FOR UPDATE OF j OFFSET 0) held),
 returned AS (
   UPDATE thumbs.jobs j
      SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now(), started_at = NULL,
