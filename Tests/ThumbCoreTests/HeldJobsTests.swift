@@ -26,59 +26,52 @@ import Testing
     }
   }
 
-  /// The names of the works started by `actions`, in order.
-  func started(_ actions: [Jobs.Action]) -> [String] {
-    actions.compactMap { if case .start(let work, _) = $0 { work } else { nil } }
+  /// The actions compared here are always the whole list an event returned: an action a test does not
+  /// name fails it.
+  func start(_ work: String, refusedBy: JobError? = nil) -> Jobs.Action { .start(work, refusedBy: refusedBy) }
+
+  func prefetch(_ id: Int64) -> Jobs.Action { .prefetch(url: "https://o/\(id).jpg") }
+
+  func wrote(_ work: String, _ decision: Jobs.OutcomeDecision = .succeeded) -> Jobs.Action {
+    .writeOutcome(work, decision)
   }
 
-  func prefetched(_ actions: [Jobs.Action]) -> [String] {
-    actions.compactMap { if case .prefetch(let url) = $0 { url } else { nil } }
-  }
-
-  func abandoned(_ actions: [Jobs.Action]) -> [String] {
-    actions.compactMap { if case .abandon(let work, _, _) = $0 { work } else { nil } }
-  }
-
-  func decisions(_ actions: [Jobs.Action]) -> [Jobs.OutcomeDecision] {
-    actions.compactMap { if case .writeOutcome(_, let decision) = $0 { decision } else { nil } }
-  }
-
-  func wakes(_ actions: [Jobs.Action]) -> Bool {
-    actions.contains { if case .wakeProducer = $0 { true } else { false } }
+  func ended(_ jobs: inout Jobs, _ id: Int64, failure: JobError? = nil, at: Duration = .zero) -> [Jobs.Action]
+  {
+    jobs.workEnded(lease(id), failure: failure, unit: 0, now: t0 + at)
   }
 
   @Test func aJobLivesFromLeaseToWrittenOutcome() {
     var jobs = jobs()
     let lease = lease(1)
-    #expect(started(jobs.leased(leased([1]), now: t0)) == ["job1t"])
+    #expect(jobs.leased(leased([1]), now: t0) == [start("job1t")])
     #expect(jobs.phase(of: lease) == .started)
     #expect(jobs.running == 1 && jobs.freeSlots == 0)
     jobs.entered(.fetching, lease, now: t0 + .milliseconds(10))
     jobs.entered(.rendering, lease, now: t0 + .milliseconds(50))
     #expect(jobs.snapshot.first?.since == t0 + .milliseconds(50))
-    #expect(wakes(jobs.steppedAside(.storing, lease, now: t0 + .milliseconds(90))))
+    #expect(jobs.steppedAside(.storing, lease, now: t0 + .milliseconds(90)) == [.wakeProducer])
     #expect(jobs.phase(of: lease) == .storing && jobs.aside == 1 && jobs.freeSlots == 1)
-    let ended = jobs.workEnded(lease, failure: nil, unit: 0, now: t0 + .milliseconds(120))
-    #expect(decisions(ended) == [.succeeded])
+    #expect(ended(&jobs, 1, at: .milliseconds(120)) == [wrote("job1t")], "its slot was given up already")
     #expect(jobs.phase(of: lease) == .writingOutcome && jobs.finishing == 1 && jobs.aside == 0)
     #expect(jobs.mayWrite(lease))
-    let released = jobs.released(lease)
-    #expect(released.endedIn == .writingOutcome && released.prefetched == nil)
-    #expect(wakes(released.actions))
+    #expect(
+      jobs.released(lease) == .init(endedIn: .writingOutcome, prefetched: nil, actions: [.wakeProducer]))
     #expect(jobs.running == 0 && jobs.snapshot.isEmpty)
   }
 
   @Test func slotsGoFirstComeFirstServedAndWaitingJobsPrefetch() {
     var jobs = jobs(slots: 2)
-    let actions = jobs.leased(leased([1, 2, 3, 4]), now: t0)
-    #expect(started(actions) == ["job1t", "job2t"])
-    #expect(prefetched(actions) == ["https://o/3.jpg", "https://o/4.jpg"])
+    #expect(
+      jobs.leased(leased([1, 2, 3, 4]), now: t0) == [
+        start("job1t"), start("job2t"), prefetch(3), prefetch(4),
+      ])
     #expect(jobs.phase(of: lease(3)) == .awaitingSlot)
     // A later lease does not prefetch again for jobs already prefetching.
-    #expect(prefetched(jobs.leased(leased([5]), now: t0)) == ["https://o/5.jpg"])
+    #expect(jobs.leased(leased([5]), now: t0) == [prefetch(5)])
     // Job 2's slot goes to job 3, the first in line.
-    #expect(started(jobs.workEnded(lease(2), failure: nil, unit: 0, now: t0)) == ["job3t"])
-    #expect(started(jobs.steppedAside(.awaitingMemory, lease(1), now: t0)) == ["job4t"])
+    #expect(ended(&jobs, 2) == [wrote("job2t"), start("job3t"), .wakeProducer])
+    #expect(jobs.steppedAside(.awaitingMemory, lease(1), now: t0) == [start("job4t"), .wakeProducer])
     #expect(jobs.aside == 1 && jobs.freeSlots == 0)
   }
 
@@ -92,24 +85,27 @@ import Testing
       }
     }
     // An import's two jobs hold both slots and its next waits; then an upload of another owner comes.
-    _ = jobs.leased(owned(1, "bulk") + owned(2, "bulk") + owned(3, "bulk"), now: t0)
-    _ = jobs.leased(owned(4, "carol") + owned(5, nil), now: t0)
+    #expect(
+      jobs.leased(owned(1, "bulk") + owned(2, "bulk") + owned(3, "bulk"), now: t0) == [
+        start("job1t"), start("job2t"), prefetch(3),
+      ])
+    #expect(jobs.leased(owned(4, "carol") + owned(5, nil), now: t0) == [prefetch(4), prefetch(5)])
     // The upload starts first although leased later: carol has nothing at work, the import has one.
-    #expect(started(jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0)) == ["job4t"])
+    #expect(ended(&jobs, 1) == [wrote("job1t"), start("job4t"), .wakeProducer])
     // Then the job without an owner (none at work), then the import's, in lease order.
-    #expect(started(jobs.workEnded(lease(4), failure: nil, unit: 0, now: t0)) == ["job5t"])
-    #expect(started(jobs.workEnded(lease(5), failure: nil, unit: 0, now: t0)) == ["job3t"])
+    #expect(ended(&jobs, 4) == [wrote("job4t"), start("job5t"), .wakeProducer])
+    #expect(ended(&jobs, 5) == [wrote("job5t"), start("job3t"), .wakeProducer])
   }
 
   @Test func aJobWaitingForMemoryFinishesWithoutTakingASlotBack() {
     var jobs = jobs(slots: 1)
-    _ = jobs.leased(leased([1, 2]), now: t0)
-    #expect(started(jobs.steppedAside(.awaitingMemory, lease(1), now: t0)) == ["job2t"])
+    #expect(jobs.leased(leased([1, 2]), now: t0) == [start("job1t"), prefetch(2)])
+    #expect(jobs.steppedAside(.awaitingMemory, lease(1), now: t0) == [start("job2t"), .wakeProducer])
     jobs.entered(.rendering, lease(1), now: t0 + .seconds(1))
     #expect(jobs.phase(of: lease(1)) == .rendering)
     #expect(jobs.freeSlots == 0, "job 2 holds the only slot; job 1 renders without one")
-    // Job 1 ends: no slot to give back, and job 2 keeps its own.
-    _ = jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0 + .seconds(2))
+    // Job 1 ends: no slot to give back (no wake-up), and job 2 keeps its own.
+    #expect(ended(&jobs, 1, at: .seconds(2)) == [wrote("job1t")])
     #expect(jobs.freeSlots == 0 && jobs.aside == 0)
   }
 
@@ -118,33 +114,41 @@ import Testing
     _ = jobs.leased(leased([1, 2]), now: t0)
     jobs.entered(.rendering, lease(1), now: t0)
     #expect(jobs.leasesToExtend == [lease(1), lease(2)])
-    let lost = jobs.heartbeatAnswered(sent: [lease(1), lease(2)], extended: [2], now: t0 + .seconds(20))
-    #expect(abandoned(lost) == ["job1t"])
-    #expect(started(lost).isEmpty, "its render still runs on a pool thread: the slot stays taken")
+    // Its render still runs on a pool thread: the slot stays taken, nobody starts.
+    #expect(
+      jobs.heartbeatAnswered(sent: [lease(1), lease(2)], extended: [2], now: t0 + .seconds(20)) == [
+        .abandon("job1t", because: .leaseLost, wasWaiting: false)
+      ])
     #expect(jobs.phase(of: lease(1)) == .leaseLost && jobs.leasesToExtend == [lease(2)])
     #expect(!jobs.mayWrite(lease(1)))
     // The runner lets it go at once; the work ends later and nothing is written.
-    #expect(jobs.released(lease(1)).endedIn == .leaseLost)
+    #expect(jobs.released(lease(1)) == .init(endedIn: .leaseLost, prefetched: nil, actions: [.wakeProducer]))
     #expect(jobs.running == 1 && jobs.freeSlots == 0)
-    let ended = jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0 + .seconds(30))
-    #expect(decisions(ended).isEmpty)
-    #expect(started(ended) == ["job2t"])
+    #expect(ended(&jobs, 1, at: .seconds(30)) == [start("job2t"), .wakeProducer])
   }
 
   @Test func aLeaseLostWhileWaitingForASlotNeverStarts() {
     var jobs = jobs(slots: 1)
     _ = jobs.leased(leased([1, 2]), now: t0)
-    let lost = jobs.heartbeatAnswered(sent: [lease(2)], extended: [], now: t0)
-    #expect(lost.contains { if case .abandon("job2t", .leaseLost, true) = $0 { true } else { false } })
-    #expect(jobs.released(lease(2)).prefetched == "https://o/2.jpg", "its prefetch is dropped")
-    #expect(started(jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0)).isEmpty)
+    #expect(
+      jobs.heartbeatAnswered(sent: [lease(2)], extended: [], now: t0) == [
+        .abandon("job2t", because: .leaseLost, wasWaiting: true)
+      ])
+    // Its prefetch is dropped.
+    #expect(
+      jobs.released(lease(2))
+        == .init(endedIn: .leaseLost, prefetched: "https://o/2.jpg", actions: [.wakeProducer]))
+    #expect(ended(&jobs, 1) == [wrote("job1t"), .wakeProducer])
   }
 
   @Test func aLostLeaseWhoseOutcomeIsBeingWrittenIsNotWrittenAgain() {
     var jobs = jobs()
     _ = jobs.leased(leased([1]), now: t0)
-    _ = jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0)
-    _ = jobs.heartbeatAnswered(sent: [lease(1)], extended: [], now: t0)
+    #expect(ended(&jobs, 1) == [wrote("job1t"), .wakeProducer])
+    #expect(
+      jobs.heartbeatAnswered(sent: [lease(1)], extended: [], now: t0) == [
+        .abandon("job1t", because: .leaseLost, wasWaiting: false)
+      ])
     #expect(!jobs.mayWrite(lease(1)))
     #expect(jobs.released(lease(1)).endedIn == .leaseLost)
   }
@@ -152,13 +156,14 @@ import Testing
   @Test func aNewerLeaseOnTheSameJobSupersedesTheOlderOne() {
     var jobs = jobs(slots: 2)
     _ = jobs.leased(leased([1], token: "old"), now: t0)
-    let actions = jobs.leased(leased([1], token: "new"), now: t0 + .seconds(90))
-    #expect(actions.contains { if case .abandon("job1old", .superseded, false) = $0 { true } else { false } })
-    #expect(started(actions) == ["job1new"])
+    #expect(
+      jobs.leased(leased([1], token: "new"), now: t0 + .seconds(90)) == [
+        .abandon("job1old", because: .superseded, wasWaiting: false), start("job1new"),
+      ])
     #expect(jobs.running == 1 && jobs.freeSlots == 0, "the old work still holds its slot")
     // The old lease's task ends: it finds itself replaced and changes nothing of the new one.
-    #expect(jobs.released(lease(1, "old")).endedIn == nil)
-    #expect(decisions(jobs.workEnded(lease(1, "old"), failure: nil, unit: 0, now: t0)).isEmpty)
+    #expect(jobs.released(lease(1, "old")) == .init(endedIn: nil, prefetched: nil, actions: []))
+    #expect(jobs.workEnded(lease(1, "old"), failure: nil, unit: 0, now: t0) == [.wakeProducer])
     #expect(jobs.phase(of: lease(1, "new")) == .started && jobs.freeSlots == 1)
   }
 
@@ -166,7 +171,7 @@ import Testing
     var jobs = jobs(slots: 1)
     _ = jobs.leased(leased([1, 2, 3, 4]), now: t0)
     // Job 1 finished within the grace; its outcome is being written. Job 4's lease was lost.
-    _ = jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0)
+    _ = ended(&jobs, 1)
     jobs.entered(.rendering, lease(2), now: t0)
     _ = jobs.heartbeatAnswered(sent: [lease(4)], extended: [], now: t0)
     let handedBack = jobs.handBackAll(now: t0 + .seconds(25))
@@ -174,9 +179,12 @@ import Testing
     #expect(jobs.phase(of: lease(4)) == .leaseLost)
     #expect(jobs.leasesToExtend.isEmpty)
     #expect(!jobs.mayWrite(lease(1)), "the hand-back and the outcome race: the database keeps one")
-    let abandon = jobs.abandonHandedBack()
-    #expect(abandoned(abandon) == ["job1t", "job2t", "job3t"])
-    #expect(abandon.contains { if case .abandon("job3t", .handedBack, true) = $0 { true } else { false } })
+    #expect(
+      jobs.abandonHandedBack() == [
+        .abandon("job1t", because: .handedBack, wasWaiting: false),
+        .abandon("job2t", because: .handedBack, wasWaiting: false),
+        .abandon("job3t", because: .handedBack, wasWaiting: true),
+      ])
     #expect(jobs.snapshot.map(\.phase) == [.handedBack, .handedBack, .handedBack, .leaseLost])
   }
 
@@ -185,18 +193,19 @@ import Testing
     _ = jobs.leased(leased([1, 2]) + leased([3], attempt: 3), now: t0)
     let transient = JobError(.timeout, "slow origin")
     #expect(
-      decisions(jobs.workEnded(lease(1), failure: transient, unit: 0, now: t0)) == [
-        .failed(transient, retryAfter: 10)
+      ended(&jobs, 1, failure: transient) == [
+        wrote("job1t", .failed(transient, retryAfter: 10)), .wakeProducer,
       ])
     let permanent = JobError(.corruptImage, "not an image")
     #expect(
-      decisions(jobs.workEnded(lease(2), failure: permanent, unit: 0, now: t0)) == [
-        .failed(permanent, retryAfter: nil)
+      ended(&jobs, 2, failure: permanent) == [
+        wrote("job2t", .failed(permanent, retryAfter: nil)), .wakeProducer,
       ])
     #expect(
-      decisions(jobs.workEnded(lease(3), failure: transient, unit: 0, now: t0)) == [
-        .failed(transient, retryAfter: nil)
-      ], "the last attempt")
+      ended(&jobs, 3, failure: transient) == [
+        wrote("job3t", .failed(transient, retryAfter: nil)), .wakeProducer,
+      ],
+      "the last attempt")
   }
 
   @Test func aRetryAfterLongerThanTheBackoffIsKept() {
@@ -204,8 +213,7 @@ import Testing
     _ = jobs.leased(leased([1]), now: t0)
     let busy = JobError(.fetchFailed, "503 Service Unavailable", retryNotBeforeSeconds: 120)
     #expect(
-      decisions(jobs.workEnded(lease(1), failure: busy, unit: 0, now: t0)) == [.failed(busy, retryAfter: 120)]
-    )
+      ended(&jobs, 1, failure: busy) == [wrote("job1t", .failed(busy, retryAfter: 120)), .wakeProducer])
   }
 
   @Test func storageRefusalsDeferJobsAndFailTheNextOnesAtOnceForAWhile() {
@@ -213,37 +221,38 @@ import Testing
     let refused = JobError(.storageRefused, "403 AccessDenied")
     _ = jobs.leased(leased([1, 2]), now: t0)
     jobs.storageAnswered(refusal: refused, now: t0 + .seconds(1))
-    let first = jobs.workEnded(lease(1), failure: refused, unit: 0, now: t0 + .seconds(1))
-    #expect(decisions(first) == [.deferred(refused, retryAfter: 10)])
     // Job 2 gets the slot within the hold: it starts refused, without fetching.
-    #expect(first.contains { if case .start("job2t", refused?) = $0 { true } else { false } })
-    let second = jobs.workEnded(lease(2), failure: refused, unit: 0, now: t0 + .seconds(2))
-    #expect(decisions(second) == [.deferred(refused, retryAfter: 20)], "the wait doubles with the streak")
+    #expect(
+      ended(&jobs, 1, failure: refused, at: .seconds(1)) == [
+        wrote("job1t", .deferred(refused, retryAfter: 10)), start("job2t", refusedBy: refused), .wakeProducer,
+      ])
+    #expect(
+      ended(&jobs, 2, failure: refused, at: .seconds(2)) == [
+        wrote("job2t", .deferred(refused, retryAfter: 20)), .wakeProducer,
+      ], "the wait doubles with the streak")
     // After the hold, job 3 tries the storage again, and its success ends the streak.
-    let later = jobs.leased(leased([3]), now: t0 + .seconds(12))
-    #expect(later.contains { if case .start("job3t", nil) = $0 { true } else { false } })
+    #expect(jobs.leased(leased([3]), now: t0 + .seconds(12)) == [start("job3t")])
     jobs.storageAnswered(refusal: nil, now: t0 + .seconds(13))
+    #expect(ended(&jobs, 3, at: .seconds(13)) == [wrote("job3t"), .wakeProducer])
+    #expect(jobs.leased(leased([4]), now: t0 + .seconds(13)) == [start("job4t")])
     #expect(
-      decisions(jobs.workEnded(lease(3), failure: nil, unit: 0, now: t0 + .seconds(13))) == [.succeeded])
-    _ = jobs.leased(leased([4]), now: t0 + .seconds(13))
-    #expect(
-      decisions(jobs.workEnded(lease(4), failure: refused, unit: 0, now: t0 + .seconds(14))) == [
-        .deferred(refused, retryAfter: 10)
+      ended(&jobs, 4, failure: refused, at: .seconds(14)) == [
+        wrote("job4t", .deferred(refused, retryAfter: 10)), .wakeProducer,
       ])
   }
 
   @Test func aDuplicateWaitsForTheOutcomeOfTheJobRenderingTheSameKey() {
     var jobs = jobs(slots: 2)
     _ = jobs.leased(leased([1, 2, 3]), now: t0)
-    #expect(jobs.lookingForReuse("k", lease(1), now: t0).until == nil, "nobody renders k: look now")
+    let alone = jobs.lookingForReuse("k", lease(1), now: t0)
+    #expect(alone.until == nil && alone.actions.isEmpty, "nobody renders k: look now")
     jobs.renders("k", lease(1))
     let (until, aside) = jobs.lookingForReuse("k", lease(2), now: t0 + .seconds(1))
     #expect(until == t0 + .seconds(3), "at most the patience")
-    #expect(started(aside) == ["job3t"], "the duplicate's slot goes to the next job")
+    #expect(aside == [start("job3t"), .wakeProducer], "the duplicate's slot goes to the next job")
     #expect(jobs.phase(of: lease(2)) == .awaitingReuse)
-    _ = jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0 + .seconds(2))
-    let released = jobs.released(lease(1)).actions
-    #expect(released.contains { if case .endReuseWait(["job2t"]) = $0 { true } else { false } })
+    #expect(ended(&jobs, 1, at: .seconds(2)) == [wrote("job1t"), .wakeProducer])
+    #expect(jobs.released(lease(1)).actions == [.endReuseWait(["job2t"]), .wakeProducer])
     jobs.reuseWaitEnded(lease(2))
     #expect(jobs.lookingForReuse("k", lease(2), now: t0 + .seconds(2)).until == nil)
   }
@@ -253,41 +262,25 @@ import Testing
     _ = jobs.leased(leased([1, 2, 3]), now: t0)
     jobs.renders("k", lease(1))
     jobs.renders("k", lease(2))
-    _ = jobs.lookingForReuse("k", lease(3), now: t0)
-    let first = jobs.released(lease(1)).actions
-    #expect(!first.contains { if case .endReuseWait = $0 { true } else { false } })
-    let second = jobs.released(lease(2)).actions
-    #expect(second.contains { if case .endReuseWait(["job3t"]) = $0 { true } else { false } })
+    #expect(jobs.lookingForReuse("k", lease(3), now: t0).actions == [.wakeProducer])
+    #expect(jobs.released(lease(1)).actions == [.wakeProducer])
+    #expect(jobs.released(lease(2)).actions == [.endReuseWait(["job3t"]), .wakeProducer])
   }
 
   @Test func jobsOfOneURLLeasedTogetherRenderOnceLedByTheFirstToStart() {
     var jobs = jobs(slots: 1)
     _ = jobs.leased(leased([1, 2, 3], url: "https://o/a.jpg") + leased([4]), now: t0)
-    guard case .lead(let members)? = jobs.joiningRender(lease(1)) else {
-      Issue.record("job 1 leads")
-      return
-    }
-    #expect(members == ["job1t", "job2t", "job3t"], "its URL's jobs, in lease order; not job 4")
+    #expect(
+      jobs.joiningRender(lease(1)) == .lead(members: ["job1t", "job2t", "job3t"]),
+      "its URL's jobs, in lease order; not job 4")
     // A job of the URL leased after the group closed starts a group of its own.
     _ = jobs.leased(leased([5], url: "https://o/a.jpg"), now: t0)
-    guard case .follow(let leader)? = jobs.joiningRender(lease(2)) else {
-      Issue.record("job 2 follows")
-      return
-    }
-    #expect(leader == "job1t")
-    guard case .lead(let alone)? = jobs.joiningRender(lease(5)) else {
-      Issue.record("job 5 leads its own group")
-      return
-    }
-    #expect(alone == ["job5t"])
+    #expect(jobs.joiningRender(lease(2)) == .follow(leader: "job1t"))
+    #expect(jobs.joiningRender(lease(5)) == .lead(members: ["job5t"]), "a group of its own")
     // The leader's outcome is written and it leaves; job 3, still to start, follows it all the same.
     _ = jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0)
     _ = jobs.released(lease(1))
-    guard case .follow(let same)? = jobs.joiningRender(lease(3)) else {
-      Issue.record("job 3 follows")
-      return
-    }
-    #expect(same == "job1t")
+    #expect(jobs.joiningRender(lease(3)) == .follow(leader: "job1t"))
   }
 
   @Test func aMemberDroppedBeforeTheGroupClosesLeavesItAndEmptyGroupsAreForgotten() {
@@ -299,11 +292,7 @@ import Testing
     _ = jobs.workEnded(lease(1), failure: nil, unit: 0, now: t0)
     _ = jobs.released(lease(1))
     #expect(jobs.groupCount == 1, "job 1 never rendered; its group went with it")
-    guard case .lead(let members)? = jobs.joiningRender(lease(3)) else {
-      Issue.record("job 3 leads")
-      return
-    }
-    #expect(members == ["job3t"])
+    #expect(jobs.joiningRender(lease(3)) == .lead(members: ["job3t"]))
     #expect(jobs.joiningRender(lease(2)) == nil, "a lease no longer held renders for nobody")
     _ = jobs.workEnded(lease(3), failure: nil, unit: 0, now: t0)
     _ = jobs.released(lease(3))

@@ -523,6 +523,10 @@ extension HeldJobs.Entry: Sendable where Work: Sendable {}
 extension HeldJobs.RenderGroup: Sendable where Work: Sendable {}
 extension HeldJobs.RenderRole: Sendable where Work: Sendable {}
 extension HeldJobs.Release: Sendable where Work: Sendable {}
+// Equal when their works are: tests compare whole action lists, so an unexpected action fails them.
+extension HeldJobs.Action: Equatable where Work: Equatable {}
+extension HeldJobs.RenderRole: Equatable where Work: Equatable {}
+extension HeldJobs.Release: Equatable where Work: Equatable {}
 
 /// Where a held job is: its phase and since when, and whether it holds a job slot.
 public struct HeldJob: Equatable, Sendable {
