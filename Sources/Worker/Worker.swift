@@ -160,7 +160,7 @@ public final class Worker: Sendable {
         return HTTPEndpoint.make(
           address: address, readiness: readiness, registry: registry,
           beforeScrape: { [metrics, memory] in
-            metrics.live(memoryInUse: memory.inUse, jobsRunning: runner.running)
+            metrics.live(memoryInUse: memory.inUse, jobsRunning: runner.held)
           }, heldJobs: { runner.snapshot }, logger: logger)
       }
     }

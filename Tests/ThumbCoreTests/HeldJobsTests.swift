@@ -46,7 +46,7 @@ import Testing
     let lease = lease(1)
     #expect(jobs.leased(leased([1]), now: t0) == [start("job1t")])
     #expect(jobs.phase(of: lease) == .started)
-    #expect(jobs.running == 1 && jobs.freeSlots == 0)
+    #expect(jobs.held == 1 && jobs.freeSlots == 0)
     jobs.entered(.fetching, lease, now: t0 + .milliseconds(10))
     jobs.entered(.rendering, lease, now: t0 + .milliseconds(50))
     #expect(jobs.snapshot.first?.since == t0 + .milliseconds(50))
@@ -57,7 +57,7 @@ import Testing
     #expect(jobs.mayWrite(lease))
     #expect(
       jobs.released(lease) == .init(endedIn: .writingOutcome, prefetched: nil, actions: [.wakeProducer]))
-    #expect(jobs.running == 0 && jobs.snapshot.isEmpty)
+    #expect(jobs.held == 0 && jobs.snapshot.isEmpty)
   }
 
   @Test func slotsGoFirstComeFirstServedAndWaitingJobsPrefetch() {
@@ -123,7 +123,7 @@ import Testing
     #expect(!jobs.mayWrite(lease(1)))
     // The runner lets it go at once; the work ends later and nothing is written.
     #expect(jobs.released(lease(1)) == .init(endedIn: .leaseLost, prefetched: nil, actions: [.wakeProducer]))
-    #expect(jobs.running == 1 && jobs.freeSlots == 0)
+    #expect(jobs.held == 1 && jobs.freeSlots == 0)
     #expect(ended(&jobs, 1, at: .seconds(30)) == [start("job2t"), .wakeProducer])
   }
 
@@ -160,7 +160,7 @@ import Testing
       jobs.leased(leased([1], token: "new"), now: t0 + .seconds(90)) == [
         .abandon("job1old", because: .superseded, wasWaiting: false), start("job1new"),
       ])
-    #expect(jobs.running == 1 && jobs.freeSlots == 0, "the old work still holds its slot")
+    #expect(jobs.held == 1 && jobs.freeSlots == 0, "the old work still holds its slot")
     // The old lease's task ends: it finds itself replaced and changes nothing of the new one.
     #expect(jobs.released(lease(1, "old")) == .init(endedIn: nil, prefetched: nil, actions: []))
     #expect(jobs.workEnded(lease(1, "old"), failure: nil, unit: 0, now: t0) == [.wakeProducer])

@@ -138,7 +138,7 @@ public struct HeldJobs<Work> {
   // MARK: - What the producer and the keeper read
 
   /// Jobs held, from their lease until their outcome is written (or their work abandoned).
-  public var running: Int { entries.count }
+  public var held: Int { entries.count }
   /// Jobs whose outcome is being written: they need no slot, so the producer leases for them at once
   /// and the next job's lease and fetch overlap the write.
   public var finishing: Int { entries.values.filter { $0.phase == .writingOutcome }.count }

@@ -70,7 +70,7 @@ final class JobRunner: Sendable {
   }
 
   /// Jobs held, from their lease until their outcome is written.
-  var running: Int { jobs.withLock { $0.running } }
+  var held: Int { jobs.withLock { $0.held } }
   /// Held jobs whose outcome is being written: they need no slot.
   var finishing: Int { jobs.withLock { $0.finishing } }
   /// Held jobs at work without a slot (waiting for memory, a shared decode, the storage).

@@ -36,14 +36,14 @@ struct Producer: Service, WithServiceContext {
         case .proceed:
           // Jobs whose outcome is being written need no slot: lease for them now (JobRunner.finishing).
           action = pacing.next(
-            running: runner.running - runner.finishing, aside: runner.aside, notified: runner.notified.take(),
+            held: runner.held - runner.finishing, aside: runner.aside, notified: runner.notified.take(),
             now: .now)
         case .awaitStartUp:
           activity.awaiting("the start-up: the database reached and the storage checked")
           pacing.startUpEnded(started: await readiness.waitUntilStarted(), now: .now)
           action = .proceed
         case .wait(let duration):
-          activity.awaiting("a wake-up or \(duration.inSeconds) s (\(runner.running) jobs running)")
+          activity.awaiting("a wake-up or \(duration.inSeconds) s (\(runner.held) jobs held)")
           await runner.wake.wait(timeout: duration.inSeconds)
           action = .proceed
         case .lease(let limit):
@@ -56,7 +56,7 @@ struct Producer: Service, WithServiceContext {
             }
             metrics.leaseStatement()
             runner.start(jobs, in: &group)
-            action = pacing.leased(count: jobs.count, wanted: limit, running: runner.running, now: .now)
+            action = pacing.leased(count: jobs.count, wanted: limit, held: runner.held, now: .now)
           } catch {
             action = pacing.leaseFailed(answerLost: (error as? PostgresError)?.kind != .query, now: .now)
             logger.warning(
@@ -95,23 +95,23 @@ struct Producer: Service, WithServiceContext {
         }
       }
       await stopGracefully(&pacing)
-      activity.awaiting("the last outcomes of \(runner.running) jobs to be written")
+      activity.awaiting("the last outcomes of \(runner.held) jobs to be written")
     }
   }
 
-  /// After a stop request: running jobs get `shutdownGrace` to finish; the rest are handed back.
+  /// After a stop request: held jobs get `shutdownGrace` to finish; the rest are handed back.
   private func stopGracefully(_ pacing: inout ProducerPacing) async {
     readiness.stopping()
-    if runner.running > 0 {
+    if runner.held > 0 {
       logger.notice(
-        "stopping: waiting for running jobs",
-        metadata: ["jobs.running": "\(runner.running)", "grace_seconds": "\(config.shutdownGrace)"])
+        "stopping: waiting for held jobs",
+        metadata: ["jobs.held": "\(runner.held)", "grace_seconds": "\(config.shutdownGrace)"])
     }
-    while case .waitForJobs(let duration) = pacing.whileStopping(running: runner.running, now: .now) {
-      activity.awaiting("\(runner.running) running jobs to finish within the grace")
+    while case .waitForJobs(let duration) = pacing.whileStopping(held: runner.held, now: .now) {
+      activity.awaiting("\(runner.held) held jobs to finish within the grace")
       await runner.wake.wait(timeout: duration.inSeconds)
     }
-    activity.awaiting("the hand-back of the jobs still running")
+    activity.awaiting("the hand-back of the jobs still held")
     await runner.handBackAll()
   }
 }

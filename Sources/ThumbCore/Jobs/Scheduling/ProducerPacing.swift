@@ -5,7 +5,7 @@
 /// postgres-nio's `PoolStateMachine`).
 ///
 /// Its life: starting up (nothing is leased until the keeper has announced the worker and the storage
-/// took a write) → producing → stopping (no lease after the stop request; running jobs get the grace,
+/// took a write) → producing → stopping (no lease after the stop request; held jobs get the grace,
 /// then what still runs is handed back). A stop may come in any phase, the start-up included.
 public struct ProducerPacing: Sendable {
   public struct Settings: Sendable {
@@ -15,7 +15,7 @@ public struct ProducerPacing: Sendable {
     public var drain: Bool
     /// How long an idle producer waits without a wake-up before it looks for due jobs again.
     public var pollInterval: Duration
-    /// After a stop request, how long running jobs get before they are handed back.
+    /// After a stop request, how long held jobs get before they are handed back.
     public var shutdownGrace: Duration
     /// While jobs run, one free slot waits this long for others before it is leased alone.
     public var settle: Duration = .milliseconds(20)
@@ -73,7 +73,7 @@ public struct ProducerPacing: Sendable {
   }
 
   public enum StopAction: Equatable, Sendable {
-    /// Wait for running jobs to end, until woken or this long, then ask `whileStopping` again.
+    /// Wait for held jobs to end, until woken or this long, then ask `whileStopping` again.
     case waitForJobs(Duration)
     /// Hand back what still runs (nothing, when every job ended) and end.
     case handBack
@@ -106,13 +106,13 @@ public struct ProducerPacing: Sendable {
     self.settings = settings
   }
 
-  /// What to do now, with `running` jobs in this process of which `aside` stand aside (waiting for memory
+  /// What to do now, with `held` jobs in this process (leased, their outcome not yet written) of which `aside` stand aside (waiting for memory
   /// or a shared decode, their slot given to another job; at most one extra job per slot). `notified`:
   /// a notification of enqueued jobs came since the last call; it is kept until a lease statement runs
   /// (a second upload, heard while the first one's extra lease still waits for a slot, is leased as soon
   /// as that one starts).
   public mutating func next(
-    running: Int, aside: Int, notified: Bool = false, now: ContinuousClock.Instant
+    held: Int, aside: Int, notified: Bool = false, now: ContinuousClock.Instant
   ) -> Action {
     switch phase {
     case .startingUp: return .awaitStartUp
@@ -121,7 +121,7 @@ public struct ProducerPacing: Sendable {
     }
     if let at = reclaimAt, at <= now { return .reclaim }
     heard = heard || notified
-    let busy = running - min(aside, settings.concurrency)
+    let busy = held - min(aside, settings.concurrency)
     let free = settings.concurrency + settings.ahead - busy
     guard free > 0 else {
       freeSince = nil
@@ -144,8 +144,8 @@ public struct ProducerPacing: Sendable {
     return .lease(limit: min(free, settings.leaseBatch))
   }
 
-  /// The lease statement returned `count` of the `wanted` jobs; `running` counts them already.
-  public mutating func leased(count: Int, wanted: Int, running: Int, now: ContinuousClock.Instant) -> Action {
+  /// The lease statement returned `count` of the `wanted` jobs; `held` counts them already.
+  public mutating func leased(count: Int, wanted: Int, held: Int, now: ContinuousClock.Instant) -> Action {
     failures = 0
     if count == wanted {
       let since = fullSince ?? now
@@ -155,7 +155,7 @@ public struct ProducerPacing: Sendable {
     }
     fullSince = nil
     listens = true
-    if settings.drain && count == 0 && running == 0 { return .rescue }
+    if settings.drain && count == 0 && held == 0 { return .rescue }
     return .wait(settings.pollInterval)
   }
 
@@ -217,15 +217,15 @@ public struct ProducerPacing: Sendable {
     }
   }
 
-  /// A stop was requested: leasing ends, running jobs get `shutdownGrace` from `now`.
+  /// A stop was requested: leasing ends, held jobs get `shutdownGrace` from `now`.
   public mutating func stopRequested(now: ContinuousClock.Instant) {
     phase = .stopping
     if stopDeadline == nil { stopDeadline = now + settings.shutdownGrace }
   }
 
-  /// While stopping, with `running` jobs left.
-  public func whileStopping(running: Int, now: ContinuousClock.Instant) -> StopAction {
-    guard running > 0, let deadline = stopDeadline, now < deadline else { return .handBack }
+  /// While stopping, with `held` jobs left.
+  public func whileStopping(held: Int, now: ContinuousClock.Instant) -> StopAction {
+    guard held > 0, let deadline = stopDeadline, now < deadline else { return .handBack }
     return .waitForJobs(now.duration(to: deadline))
   }
 }
