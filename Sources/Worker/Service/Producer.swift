@@ -43,7 +43,7 @@ struct Producer: Service, WithServiceContext {
           pacing.startUpEnded(started: await readiness.waitUntilStarted(), now: .now)
           action = .proceed
         case .wait(let duration):
-          activity.awaiting("a wake-up or \(duration.inSeconds) s (\(runner.held) jobs held)")
+          activity.awaiting("a wake-up or \(duration.inSeconds) s (\(runner.held) jobs running)")
           await runner.wake.wait(timeout: duration.inSeconds)
           action = .proceed
         case .lease(let limit):
@@ -104,14 +104,14 @@ struct Producer: Service, WithServiceContext {
     readiness.stopping()
     if runner.held > 0 {
       logger.notice(
-        "stopping: waiting for held jobs",
-        metadata: ["jobs.held": "\(runner.held)", "grace_seconds": "\(config.shutdownGrace)"])
+        "stopping: waiting for running jobs",
+        metadata: ["jobs.running": "\(runner.held)", "grace_seconds": "\(config.shutdownGrace)"])
     }
     while case .waitForJobs(let duration) = pacing.whileStopping(held: runner.held, now: .now) {
-      activity.awaiting("\(runner.held) held jobs to finish within the grace")
+      activity.awaiting("\(runner.held) running jobs to finish within the grace")
       await runner.wake.wait(timeout: duration.inSeconds)
     }
-    activity.awaiting("the hand-back of the jobs still held")
+    activity.awaiting("the hand-back of the jobs still running")
     await runner.handBackAll()
   }
 }
