@@ -9,7 +9,11 @@ Each .sql file holds one statement, named like the file, under a header comment:
     -- params: worker_id text, limit bigint, lease_seconds float8, siblings bigint
     -- returns: id bigint, source_url text, ...
     -- deadline: quick
+    WITH picked AS (... LIMIT @limit ...)
 
+The statement names its parameters (`@limit`), as the `params:` line declares them; the generated text
+sends them as `$1`, `$2`, ... in the header's order, and the Swift `Parameters` carries them as labels.
+A parameter declared and not used, an `@name` not declared, or a positional `$1` is an error.
 `params:` and `returns:` may be repeated to wrap a long list, or say `none`. A type is anything
 PostgreSQL's regtype understands. `deadline:` says how long the worker waits for the answer (Queue's
 StatementDeadline): `quick` (a few rows, on a job's path), `batch` (a batch of outcomes, a collection
@@ -54,7 +58,9 @@ LINE_LENGTH = 110
 
 DEADLINES = ("quick", "batch", "none")
 SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
-PLACEHOLDER = re.compile(r"\$(\d+)")
+POSITIONAL = re.compile(r"\$(\d+)")
+# `@name`, but not PostgreSQL's operators that contain @ (`@>`, `<@`, `@@`, `@-@`).
+NAMED = re.compile(r"(?<![\w@<>#-])@([a-z][a-z0-9_]*)")
 
 
 class SQLFileError(Exception):
@@ -195,12 +201,21 @@ def parse(path, default_deadline=None):
 
     parameters = parse_fields(path, "params", lists["params"])
     columns = parse_fields(path, "returns", lists["returns"])
-    used = sorted({int(n) for n in PLACEHOLDER.findall(text)})
-    if used != list(range(1, len(parameters) + 1)):
-        raise SQLFileError(
-            f"{path}: the statement uses {['$%d' % n for n in used] or 'no parameters'}, "
-            f"the header declares {len(parameters)}")
-    return Statement(name, description, parameters, columns, text, deadline)
+    return Statement(name, description, parameters, columns, numbered(path, text, parameters), deadline)
+
+
+def numbered(path, text, parameters):
+    """The statement's text with each `@name` replaced by its `$n`: the n-th name of `params:`."""
+    if POSITIONAL.search(text):
+        raise SQLFileError(f"{path}: write the parameter's name (`@name`), not `$n`")
+    positions = {name: index + 1 for index, (name, _) in enumerate(parameters)}
+    used = set(NAMED.findall(text))
+    if unknown := sorted(used - positions.keys()):
+        raise SQLFileError(f"{path}: the statement uses {', '.join('@' + n for n in unknown)}, "
+                           "which `params:` does not declare")
+    if unused := [name for name in positions if name not in used]:
+        raise SQLFileError(f"{path}: `params:` declares {', '.join(unused)}, which the statement does not use")
+    return NAMED.sub(lambda match: f"${positions[match.group(1)]}", text)
 
 
 def swift_string(value):
@@ -283,8 +298,8 @@ def render(statements, target):
         out += [f"import {module}" for module in target.imports] + [""]
     out += [
         f"/// {target.about}, one per {sql_dir}/<name>.sql file:",
-        "/// its text, what it takes (`Parameters`, values in the order of `$1`, `$2`, ...) and what it returns",
-        "/// (`Row`, read by name).",
+        "/// its text (the file's `@name` parameters sent as `$1`, `$2`, ... in the header's order), what it",
+        "/// takes (`Parameters`, by name) and what it returns (`Row`, read by name).",
         f"{access}enum {target.enum} {{",
     ]
     for index, statement in enumerate(statements):

@@ -2,8 +2,8 @@
 // and run `make sql` (or scripts/gen-sql.py); SQLFilesTests fail while this file is stale.
 
 /// Every statement thumbd runs, one per Sources/Queue/SQL/<name>.sql file:
-/// its text, what it takes (`Parameters`, values in the order of `$1`, `$2`, ...) and what it returns
-/// (`Row`, read by name).
+/// its text (the file's `@name` parameters sent as `$1`, `$2`, ... in the header's order), what it
+/// takes (`Parameters`, by name) and what it returns (`Row`, read by name).
 public enum SQL {
   /// Registers a worker or refreshes its thumbs.workers row (heartbeat time, state, counters). An upsert,
   /// so a worker whose row expired while it was frozen or cut off comes back once it can reach the
@@ -11,7 +11,7 @@ public enum SQL {
   /// not say reads http and https only, and is not given s3:// jobs: migration 0012). fences_collection:
   /// it refuses completions naming objects being deleted (migration 0013).
   ///
-  /// watches: whether the worker is one of the first $14 running workers (by id) with a fresh heartbeat.
+  /// watches: whether the worker is one of the first @watchers running workers (by id) with a fresh heartbeat.
   /// Those keep listening for new jobs while busy, so that an upload enqueued while the whole fleet is busy
   /// is leased at once by one of them; the others listen only while their leases come back short
   /// (PostgreSQL wakes every listener of the database at each notifying commit).
@@ -22,8 +22,9 @@ public enum SQL {
         INSERT INTO thumbs.workers AS w
                (id, host, pid, version, concurrency, memory_budget, lease_ttl, state,
                 jobs_succeeded, jobs_failed, jobs_retried, leases_lost, source_schemes, fences_collection)
-        VALUES ($1, $2, $3::int, $4, $5::int, $6::bigint, make_interval(secs => $7::float8), $8,
-                $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::text[], true)
+        VALUES ($1, $2, $3::int, $4, $5::int, $6::bigint,
+                make_interval(secs => $7::float8), $8, $9::bigint, $10::bigint,
+                $11::bigint, $12::bigint, $13::text[], true)
         ON CONFLICT (id) DO UPDATE
            SET last_heartbeat_at = now(), state = excluded.state, jobs_succeeded = excluded.jobs_succeeded,
                jobs_failed = excluded.jobs_failed, jobs_retried = excluded.jobs_retried,
@@ -128,8 +129,8 @@ public enum SQL {
 
   /// Marks the jobs succeeded (with their ThumbHash, render key, the job whose variants they reused, if
   /// any, and their stage times) and inserts their variant rows in one statement: for each job both happen
-  /// or neither does. $1, $2, $10 to $15 are one entry per job; $3 to $9 one per variant, $3 naming its
-  /// job. Returns the ids written; a job missing from the answer lost its lease, and its variant rows were
+  /// or neither does. @ids, @tokens, @thumbhashes to @warnings and @media hold one entry per job;
+  /// @variant_job_ids to @storage_keys one per variant, @variant_job_ids naming its job. Returns the ids written; a job missing from the answer lost its lease, and its variant rows were
   /// not inserted either.
   ///
   /// Fencing, lock order and lookup by id as in heartbeat_jobs: only rows still running under the caller's
@@ -140,7 +141,7 @@ public enum SQL {
   /// is updated only for a higher job id, and the photo's variant rows follow it.
   ///
   /// Each job's `succeeded` event (migrations/0010) is written too, with its warnings (migrations/0014) and
-  /// metadata, each variant with its public `url` when $16 (the worker's --public-url-base, ending in a
+  /// metadata, each variant with its public `url` when @public_url_base (the worker's --public-url-base, ending in a
   /// slash) is given (migrations/0015), a video's media (migrations/0016), and announced on thumbs_events; notified counts the announcements
   /// (evaluated once, on the first row). The photo keeps the URL its thumbnails came from, as enqueued,
   /// and the job's metadata, for a re-render.
@@ -156,8 +157,9 @@ public enum SQL {
       name: "complete_jobs",
       text: #"""
         WITH input AS MATERIALIZED (
-          SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
-                               $14::bigint[], $15::jsonb[], $17::jsonb[])
+          SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[],
+                               $12::bigint[], $13::jsonb[], $14::bigint[], $15::jsonb[],
+                               $17::jsonb[])
                    AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version, warnings, media)
            ORDER BY id),
         locked AS MATERIALIZED (
@@ -167,7 +169,8 @@ public enum SQL {
                FOR UPDATE OF j OFFSET 0) held),
         collected AS MATERIALIZED (
           SELECT DISTINCT l.id FROM locked l
-            JOIN unnest($3::bigint[], $9::text[]) AS n(job_id, storage_key) ON n.job_id = l.id
+            JOIN unnest($3::bigint[], $9::text[]) AS n(job_id, storage_key)
+              ON n.job_id = l.id
             JOIN thumbs.gc_objects g ON g.storage_key = n.storage_key
            WHERE g.state = 'deleting' OR g.deleted_at >= l.started_at),
         ended AS (
@@ -195,7 +198,8 @@ public enum SQL {
         done AS (SELECT * FROM ended WHERE state = 'succeeded'),
         variant_rows AS (
           SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
-            FROM unnest($3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[], $8::bigint[], $9::text[])
+            FROM unnest($3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[],
+                        $8::bigint[], $9::text[])
                  AS r(job_id, name, width, height, format, bytes, storage_key)
             JOIN done ON done.id = r.job_id),
         stored AS (
@@ -389,7 +393,7 @@ public enum SQL {
     public typealias Row = NoRow
   }
 
-  /// Queues a delivery to endpoint $1 for each of the next $2 events after its cursor, in commit order,
+  /// Queues a delivery to endpoint @url for each of the next @max_events events after its cursor, in commit order,
   /// and moves the cursor past them; returns how many events it passed and how many deliveries it
   /// queued (none while the endpoint is off). One worker at a time: the endpoint's row is locked, and a
   /// worker that finds it locked passes nothing (SKIP LOCKED). Only events below the snapshot's xmin are
@@ -459,7 +463,8 @@ public enum SQL {
     public static let statement = SQLStatement(
       name: "enqueue_job",
       text: #"""
-        SELECT thumbs.enqueue($1, $2, $3::int, external_id => $4, owner => $5) AS id
+        SELECT thumbs.enqueue($1, $2, $3::int, external_id => $4, owner => $5)
+                 AS id
         """#,
       parameters: ["source_url", "profile", "priority", "external_id", "owner"],
       parameterTypes: ["text", "text", "int", "text", "text"],
@@ -524,9 +529,9 @@ public enum SQL {
     }
   }
 
-  /// Failed attempts: each job goes back to queued after its own delay ($3, in seconds), or to failed for
+  /// Failed attempts: each job goes back to queued after its own delay (@retry_after, in seconds), or to failed for
   /// good when its delay is NULL; either way the attempt is appended to the job's attempt log. A job whose
-  /// $6 is true gets its attempt back (the failure was the worker's configuration, not the job's: it
+  /// @refunds is true gets its attempt back (the failure was the worker's configuration, not the job's: it
   /// must not use up max_attempts). Returns the ids written; a job missing from the answer lost its lease.
   ///
   /// Fencing, lock order and lookup by id as in heartbeat_jobs: only rows still running under the caller's
@@ -539,7 +544,8 @@ public enum SQL {
       name: "fail_jobs",
       text: #"""
         WITH input AS MATERIALIZED (
-          SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[], $5::text[], $6::bool[])
+          SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[],
+                               $5::text[], $6::bool[])
                    AS t(id, token, retry_after, code, message, refund)
            ORDER BY id),
         locked AS MATERIALIZED (
@@ -687,7 +693,7 @@ public enum SQL {
   }
 
   /// Writes the answers of claimed deliveries: per delivery its id and claim token, what became of it
-  /// ('delivered', 'retry' in $5 seconds, 'given_up', or 'stopped' by a 410), the HTTP status (NULL: no
+  /// ('delivered', 'retry' in @retry_in seconds, 'given_up', or 'stopped' by a 410), the HTTP status (NULL: no
   /// answer) and what went wrong. Only the claim's holder writes (a delivery whose claim ran out and was
   /// taken again is not overwritten). A 'stopped' turns the endpoint off and stops its other pending
   /// deliveries. Returns the ids written.
@@ -696,7 +702,8 @@ public enum SQL {
       name: "finish_webhook_deliveries",
       text: #"""
         WITH input AS (
-          SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::text[])
+          SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[],
+                               $5::float8[], $6::text[])
                    AS t(id, token, outcome, status, retry_in, error)),
         written AS (
           UPDATE thumbs.webhook_deliveries d
@@ -770,7 +777,8 @@ public enum SQL {
     public static let statement = SQLStatement(
       name: "gc_adopt",
       text: #"""
-        SELECT thumbs.add_gc_candidates($1::text[], 'orphan', now() - make_interval(secs => $2::float8)) AS adopted
+        SELECT thumbs.add_gc_candidates($1::text[], 'orphan',
+                                         now() - make_interval(secs => $2::float8)) AS adopted
         """#,
       parameters: ["storage_keys", "grace_seconds"],
       parameterTypes: ["text[]", "float8"],
@@ -854,7 +862,7 @@ public enum SQL {
     }
   }
 
-  /// Claims up to $2 objects to delete from storage, for $3 seconds (a collector killed meanwhile leaves
+  /// Claims up to @batch_size objects to delete from storage, for @claim_seconds seconds (a collector killed meanwhile leaves
   /// them to the next one when the claim runs out): objects marked deleting and fenced before every
   /// running job was leased. Every job leased before the fence has ended, so its outcome is visible here:
   /// an object it named is kept (the mark is dropped), as are the keys of the erasures waiting on it.
@@ -885,7 +893,8 @@ public enum SQL {
           UPDATE thumbs.gc_objects g
              SET state = CASE WHEN j.named THEN NULL ELSE 'deleting' END,
                  claimed_by = CASE WHEN j.named THEN NULL ELSE $1 END,
-                 claim_expires_at = CASE WHEN j.named THEN NULL ELSE now() + make_interval(secs => $3::float8) END,
+                 claim_expires_at = CASE WHEN j.named THEN NULL
+                                         ELSE now() + make_interval(secs => $3::float8) END,
                  attempts = g.attempts + CASE WHEN j.named THEN 0 ELSE 1 END
             FROM judged j
            WHERE g.storage_key = j.storage_key
@@ -978,7 +987,8 @@ public enum SQL {
       name: "gc_failed",
       text: #"""
         WITH input AS (
-          SELECT * FROM unnest($1::text[], $2::text[], $3::float8[]) AS t(storage_key, error, retry_after)),
+          SELECT * FROM unnest($1::text[], $2::text[], $3::float8[])
+                   AS t(storage_key, error, retry_after)),
         failed AS (
           UPDATE thumbs.gc_objects g
              SET claimed_by = NULL, claim_expires_at = now() + make_interval(secs => i.retry_after),
@@ -1052,9 +1062,9 @@ public enum SQL {
     }
   }
 
-  /// The first phase of collection (migrations/0013): candidates whose grace ($1 seconds) has passed are
+  /// The first phase of collection (migrations/0013): candidates whose grace (@grace_seconds seconds) has passed are
   /// marked deleting, unless something live names them (then they are kept, and so are the keys of every
-  /// erasure waiting on them). Up to $2 candidates, taken with SKIP LOCKED: many collectors at once never
+  /// erasure waiting on them). Up to @batch_size candidates, taken with SKIP LOCKED: many collectors at once never
   /// wait on each other.
   public enum GcMark: TypedStatement {
     public static let statement = SQLStatement(
@@ -1113,7 +1123,7 @@ public enum SQL {
   }
 
   /// Erasures whose every key is decided (deleted or kept) get their `forgotten` event, listing the keys
-  /// deleted, announced on thumbs_events; then the erasure's rows go. Up to $1 at a time, SKIP LOCKED.
+  /// deleted, announced on thumbs_events; then the erasure's rows go. Up to @batch_size at a time, SKIP LOCKED.
   /// Candidates that are not (kept, or deleted long enough ago that no running job was leased before)
   /// are pruned too.
   public enum GcSettle: TypedStatement {
@@ -1338,7 +1348,7 @@ public enum SQL {
     }
   }
 
-  /// Extends the leases of the jobs in ($1, $2) by $3 seconds; returns the ids whose lease was extended.
+  /// Extends the leases of the jobs in (@ids, @tokens) by @lease_seconds seconds; returns the ids whose lease was extended.
   /// A job missing from the answer lost its lease (expired and taken, or cancelled).
   ///
   /// Fencing: a row is written only while state = 'running' and its lease_token is the caller's.
@@ -1398,12 +1408,12 @@ public enum SQL {
     }
   }
 
-  /// Claims up to $2 due jobs: highest priority first, then the lowest turn (migrations/0019: owners are
+  /// Claims up to @limit due jobs: highest priority first, then the lowest turn (migrations/0019: owners are
   /// served in turn), then the oldest id. Every due queued job has a turn and only those do, so the pick is
   /// the first rows of jobs_turn_idx whatever the backlog. SKIP LOCKED lets many workers lease at once
   /// without waiting on each other's rows; attempts is counted here, at lease.
   ///
-  /// Siblings: with each batch come up to $4 more due jobs naming a source the batch already names (the
+  /// Siblings: with each batch come up to @siblings more due jobs naming a source the batch already names (the
   /// same photo under other profiles; sources are compared by identity, thumbs.source_identity), so one worker downloads a popular original once for all of them
   /// instead of several workers each downloading it. Only jobs that thumbs.enqueue marked shares_source
   /// (their URL has other live jobs) are looked up. They are locked with SKIP LOCKED; the worker may hold
@@ -1441,7 +1451,8 @@ public enum SQL {
         leased AS (
           UPDATE thumbs.jobs j
              SET state = 'running', turn = NULL, attempts = j.attempts + 1, lease_token = gen_random_uuid(),
-                 lease_expires_at = now() + make_interval(secs => $3::float8), leased_by = $1, started_at = now()
+                 lease_expires_at = now() + make_interval(secs => $3::float8), leased_by = $1,
+                 started_at = now()
            WHERE j.id = ANY (ARRAY(SELECT id FROM chosen))
           RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token, j.owner)
         SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token, l.owner,
@@ -1504,8 +1515,8 @@ public enum SQL {
     }
   }
 
-  /// Claims up to $2 due deliveries to endpoint $1 (none while it is off), oldest due first, and pushes
-  /// each one's next attempt $3 seconds ahead: if the claiming worker dies, the delivery is due again
+  /// Claims up to @limit due deliveries to endpoint @url (none while it is off), oldest due first, and pushes
+  /// each one's next attempt @lease_seconds seconds ahead: if the claiming worker dies, the delivery is due again
   /// then, and another worker sends it. Returns what a POST needs: the event's kind, creation time
   /// (Unix seconds) and payload, and the claim's token for writing the answer.
   public enum LeaseWebhookDeliveries: TypedStatement {
@@ -1600,7 +1611,7 @@ public enum SQL {
   }
 
   /// Takes the session advisory lock that serialises concurrent `thumbd migrate` runs (a fleet starting
-  /// at once): the second waits here, then finds nothing to do. $1 is a fixed key all thumbd processes
+  /// at once): the second waits here, then finds nothing to do. @key is a fixed key all thumbd processes
   /// agree on.
   public enum LockMigrations: TypedStatement {
     public static let statement = SQLStatement(
@@ -1674,7 +1685,7 @@ public enum SQL {
     }
   }
 
-  /// Deletes completion events older than $1 seconds, among the $2 oldest; returns how many. The caller
+  /// Deletes completion events older than @older_than_seconds seconds, among the @batch_size oldest; returns how many. The caller
   /// repeats it until it deletes less than a batch: short transactions, few locks.
   public enum PruneEvents: TypedStatement {
     public static let statement = SQLStatement(
@@ -1711,7 +1722,7 @@ public enum SQL {
     }
   }
 
-  /// Deletes up to $2 jobs that finished more than $1 seconds ago (their variant rows go by cascade);
+  /// Deletes up to @batch_size jobs that finished more than @older_than_seconds seconds ago (their variant rows go by cascade);
   /// returns how many. The caller repeats it until it deletes less than a batch: short transactions,
   /// few locks.
   public enum PruneJobs: TypedStatement {
@@ -1749,7 +1760,7 @@ public enum SQL {
     }
   }
 
-  /// Deletes up to $2 thumbs.originals rows that no worker confirmed for $1 seconds; returns how many.
+  /// Deletes up to @batch_size thumbs.originals rows that no worker confirmed for @older_than_seconds seconds; returns how many.
   /// The caller repeats it until it deletes less than a batch: short transactions, few locks.
   public enum PruneOriginals: TypedStatement {
     public static let statement = SQLStatement(
@@ -1792,9 +1803,9 @@ public enum SQL {
   ///
   /// Every worker asks every few seconds, and the counts read every live job's index entry: a fleet of
   /// many workers over a backlog of millions would spend a database core counting. So the fleet shares
-  /// one count, thumbs.queue_sample (migrations/0019): a sample younger than $1 seconds is the answer;
+  /// one count, thumbs.queue_sample (migrations/0019): a sample younger than @max_age seconds is the answer;
   /// an older one is counted again by the one worker that takes its row lock (SKIP LOCKED: the others
-  /// answer with the old sample meanwhile, its oldest_ready_seconds aged). $1 = 0 always counts.
+  /// answer with the old sample meanwhile, its oldest_ready_seconds aged). @max_age = 0 always counts.
   ///
   /// The counts read only the partial indexes of the live states, never the finished jobs the table may
   /// hold until retention deletes them: one scan of jobs_ready_idx (state = 'queued', which holds run_at)
@@ -1904,8 +1915,8 @@ public enum SQL {
     public typealias Row = NoRow
   }
 
-  /// Upserts the thumbs.originals row of a URL after a download ($11 false: counted as a download,
-  /// fetched_at moves) or after a 304 that confirmed the cached copy ($11 true: counted as a
+  /// Upserts the thumbs.originals row of a URL after a download (@revalidated false: counted as a download,
+  /// fetched_at moves) or after a 304 that confirmed the cached copy (@revalidated true: counted as a
   /// revalidation). Either way checked_at moves, which is what prune_originals goes by.
   public enum RecordOriginal: TypedStatement {
     public static let statement = SQLStatement(
@@ -1914,7 +1925,8 @@ public enum SQL {
         INSERT INTO thumbs.originals AS o
                (url, bytes, sha256, content_type, etag, last_modified, format, width, height, fetched_by,
                 downloads, revalidations)
-        VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8::int, $9::int, $10,
+        VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8::int, $9::int,
+                $10,
                 CASE WHEN $11::bool THEN 0 ELSE 1 END, CASE WHEN $11::bool THEN 1 ELSE 0 END)
         ON CONFLICT (url) DO UPDATE
            SET bytes = excluded.bytes, sha256 = excluded.sha256, content_type = excluded.content_type,
@@ -1977,7 +1989,7 @@ public enum SQL {
     public typealias Row = NoRow
   }
 
-  /// Records the worker's webhook URL $1 as an endpoint, starting after the newest event that can no
+  /// Records the worker's webhook URL @url as an endpoint, starting after the newest event that can no
   /// longer be passed by a late commit (what happened before is not sent unless replayed). An endpoint
   /// that exists keeps its cursor and its on/off state. Returns whether it is off (answered 410).
   public enum RegisterWebhook: TypedStatement {
@@ -2122,8 +2134,8 @@ public enum SQL {
   /// that waits on a lock once its client is found gone. Values in the units of the settings: seconds,
   /// a count, milliseconds, milliseconds.
   ///
-  /// plan_cache_mode and enable_seqscan ($6, $7): force_generic_plan and off on the connection that
-  /// leases, auto and on elsewhere. The lease's `LIMIT $2` makes its generic plan look costly to PostgreSQL
+  /// plan_cache_mode and enable_seqscan (@plan_cache_mode, @enable_seqscan): force_generic_plan and off on the connection that
+  /// leases, auto and on elsewhere. The lease's `LIMIT @limit` makes its generic plan look costly to PostgreSQL
   /// (it assumes a tenth of the queue is wanted), so left to itself it plans the statement afresh for every
   /// lease, the largest single cost of a small lease. A generic plan is made once, though, perhaps while
   /// the table is nearly empty, when reading it whole looks cheapest; without sequential scans it is index
@@ -2266,7 +2278,7 @@ public enum SQL {
     }
   }
 
-  /// Jobs leased to worker $1 that it does not hold ($2: the ids it holds): what a lease statement whose
+  /// Jobs leased to worker @worker_id that it does not hold (@held_ids: the ids it holds): what a lease statement whose
   /// answer never came (past its deadline, or its connection broken) may have leased after all, when the
   /// database ran it anyway. The worker hands them back (hand_back_jobs, fenced by these lease tokens), so
   /// they wait for the next lease rather than for their lease to expire. Only running jobs are looked at

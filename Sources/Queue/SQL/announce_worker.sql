@@ -5,7 +5,7 @@
 -- not say reads http and https only, and is not given s3:// jobs: migration 0012). fences_collection:
 -- it refuses completions naming objects being deleted (migration 0013).
 --
--- watches: whether the worker is one of the first $14 running workers (by id) with a fresh heartbeat.
+-- watches: whether the worker is one of the first @watchers running workers (by id) with a fresh heartbeat.
 -- Those keep listening for new jobs while busy, so that an upload enqueued while the whole fleet is busy
 -- is leased at once by one of them; the others listen only while their leases come back short
 -- (PostgreSQL wakes every listener of the database at each notifying commit).
@@ -17,8 +17,9 @@
 INSERT INTO thumbs.workers AS w
        (id, host, pid, version, concurrency, memory_budget, lease_ttl, state,
         jobs_succeeded, jobs_failed, jobs_retried, leases_lost, source_schemes, fences_collection)
-VALUES ($1, $2, $3::int, $4, $5::int, $6::bigint, make_interval(secs => $7::float8), $8,
-        $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::text[], true)
+VALUES (@id, @host, @pid::int, @version, @concurrency::int, @memory_budget::bigint,
+        make_interval(secs => @lease_seconds::float8), @state, @jobs_succeeded::bigint, @jobs_failed::bigint,
+        @jobs_retried::bigint, @leases_lost::bigint, @source_schemes::text[], true)
 ON CONFLICT (id) DO UPDATE
    SET last_heartbeat_at = now(), state = excluded.state, jobs_succeeded = excluded.jobs_succeeded,
        jobs_failed = excluded.jobs_failed, jobs_retried = excluded.jobs_retried,
@@ -27,4 +28,4 @@ ON CONFLICT (id) DO UPDATE
 RETURNING w.state = 'running'
           AND (SELECT count(*) FROM thumbs.workers o
                 WHERE o.id < w.id AND o.state = 'running' AND o.last_heartbeat_at > now() - o.lease_ttl)
-              < $14::bigint AS watches
+              < @watchers::bigint AS watches

@@ -1,8 +1,8 @@
 -- name: complete_jobs
 -- Marks the jobs succeeded (with their ThumbHash, render key, the job whose variants they reused, if
 -- any, and their stage times) and inserts their variant rows in one statement: for each job both happen
--- or neither does. $1, $2, $10 to $15 are one entry per job; $3 to $9 one per variant, $3 naming its
--- job. Returns the ids written; a job missing from the answer lost its lease, and its variant rows were
+-- or neither does. @ids, @tokens, @thumbhashes to @warnings and @media hold one entry per job;
+-- @variant_job_ids to @storage_keys one per variant, @variant_job_ids naming its job. Returns the ids written; a job missing from the answer lost its lease, and its variant rows were
 -- not inserted either.
 --
 -- Fencing, lock order and lookup by id as in heartbeat_jobs: only rows still running under the caller's
@@ -13,7 +13,7 @@
 -- is updated only for a higher job id, and the photo's variant rows follow it.
 --
 -- Each job's `succeeded` event (migrations/0010) is written too, with its warnings (migrations/0014) and
--- metadata, each variant with its public `url` when $16 (the worker's --public-url-base, ending in a
+-- metadata, each variant with its public `url` when @public_url_base (the worker's --public-url-base, ending in a
 -- slash) is given (migrations/0015), a video's media (migrations/0016), and announced on thumbs_events; notified counts the announcements
 -- (evaluated once, on the first row). The photo keeps the URL its thumbnails came from, as enqueued,
 -- and the job's metadata, for a re-render.
@@ -31,8 +31,9 @@
 -- returns: id bigint, refused bool, notified bigint
 -- deadline: batch
 WITH input AS MATERIALIZED (
-  SELECT * FROM unnest($1::bigint[], $2::uuid[], $10::text[], $11::text[], $12::bigint[], $13::jsonb[],
-                       $14::bigint[], $15::jsonb[], $17::jsonb[])
+  SELECT * FROM unnest(@ids::bigint[], @tokens::uuid[], @thumbhashes::text[], @render_keys::text[],
+                       @reused_from::bigint[], @stage_ms::jsonb[], @spec_versions::bigint[], @warnings::jsonb[],
+                       @media::jsonb[])
            AS t(id, token, thumbhash, render_key, reused_from, stage_ms, spec_version, warnings, media)
    ORDER BY id),
 locked AS MATERIALIZED (
@@ -42,7 +43,8 @@ locked AS MATERIALIZED (
        FOR UPDATE OF j OFFSET 0) held),
 collected AS MATERIALIZED (
   SELECT DISTINCT l.id FROM locked l
-    JOIN unnest($3::bigint[], $9::text[]) AS n(job_id, storage_key) ON n.job_id = l.id
+    JOIN unnest(@variant_job_ids::bigint[], @storage_keys::text[]) AS n(job_id, storage_key)
+      ON n.job_id = l.id
     JOIN thumbs.gc_objects g ON g.storage_key = n.storage_key
    WHERE g.state = 'deleting' OR g.deleted_at >= l.started_at),
 ended AS (
@@ -70,7 +72,8 @@ ended AS (
 done AS (SELECT * FROM ended WHERE state = 'succeeded'),
 variant_rows AS (
   SELECT r.job_id, r.name, r.width, r.height, r.format, r.bytes, r.storage_key
-    FROM unnest($3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[], $8::bigint[], $9::text[])
+    FROM unnest(@variant_job_ids::bigint[], @names::text[], @widths::int[], @heights::int[], @formats::text[],
+                @bytes::bigint[], @storage_keys::text[])
          AS r(job_id, name, width, height, format, bytes, storage_key)
     JOIN done ON done.id = r.job_id),
 stored AS (
@@ -127,8 +130,8 @@ variant_lists AS MATERIALIZED (
   SELECT r.job_id,
          jsonb_agg(jsonb_build_object('name', r.name, 'width', r.width, 'height', r.height,
                                       'format', r.format, 'bytes', r.bytes, 'storage_key', r.storage_key)
-                     || CASE WHEN $16::text IS NULL THEN '{}'::jsonb
-                             ELSE jsonb_build_object('url', $16::text || r.storage_key) END
+                     || CASE WHEN @public_url_base::text IS NULL THEN '{}'::jsonb
+                             ELSE jsonb_build_object('url', @public_url_base::text || r.storage_key) END
                    ORDER BY r.name) AS variants
     FROM variant_rows r GROUP BY r.job_id),
 events AS (

@@ -4,4 +4,5 @@
 -- params: source_url text, profile text, priority int, external_id text?, owner text?
 -- returns: id bigint
 -- deadline: quick
-SELECT thumbs.enqueue($1, $2, $3::int, external_id => $4, owner => $5) AS id
+SELECT thumbs.enqueue(@source_url, @profile, @priority::int, external_id => @external_id, owner => @owner)
+         AS id

@@ -1,7 +1,7 @@
 -- name: fail_jobs
--- Failed attempts: each job goes back to queued after its own delay ($3, in seconds), or to failed for
+-- Failed attempts: each job goes back to queued after its own delay (@retry_after, in seconds), or to failed for
 -- good when its delay is NULL; either way the attempt is appended to the job's attempt log. A job whose
--- $6 is true gets its attempt back (the failure was the worker's configuration, not the job's: it
+-- @refunds is true gets its attempt back (the failure was the worker's configuration, not the job's: it
 -- must not use up max_attempts). Returns the ids written; a job missing from the answer lost its lease.
 --
 -- Fencing, lock order and lookup by id as in heartbeat_jobs: only rows still running under the caller's
@@ -14,7 +14,8 @@
 -- returns: id bigint, notified bigint
 -- deadline: batch
 WITH input AS MATERIALIZED (
-  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[], $5::text[], $6::bool[])
+  SELECT * FROM unnest(@ids::bigint[], @tokens::uuid[], @retry_after::float8[], @codes::text[],
+                       @messages::text[], @refunds::bool[])
            AS t(id, token, retry_after, code, message, refund)
    ORDER BY id),
 locked AS MATERIALIZED (

@@ -9,7 +9,7 @@
 -- deadline: quick
 WITH source AS (
   SELECT p.id, p.job_id, p.thumbhash FROM thumbs.photos p
-   WHERE p.render_key = $1
+   WHERE p.render_key = @render_key
    ORDER BY p.job_id DESC
    LIMIT 1)
 SELECT s.job_id, s.thumbhash, v.name, v.width, v.height, v.format, v.bytes, v.storage_key, j.warnings, j.media

@@ -1,6 +1,6 @@
 -- name: finish_webhook_deliveries
 -- Writes the answers of claimed deliveries: per delivery its id and claim token, what became of it
--- ('delivered', 'retry' in $5 seconds, 'given_up', or 'stopped' by a 410), the HTTP status (NULL: no
+-- ('delivered', 'retry' in @retry_in seconds, 'given_up', or 'stopped' by a 410), the HTTP status (NULL: no
 -- answer) and what went wrong. Only the claim's holder writes (a delivery whose claim ran out and was
 -- taken again is not overwritten). A 'stopped' turns the endpoint off and stops its other pending
 -- deliveries. Returns the ids written.
@@ -9,7 +9,8 @@
 -- returns: id bigint
 -- deadline: quick
 WITH input AS (
-  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::int[], $5::float8[], $6::text[])
+  SELECT * FROM unnest(@ids::bigint[], @tokens::uuid[], @outcomes::text[], @statuses::int[],
+                       @retry_in::float8[], @errors::text[])
            AS t(id, token, outcome, status, retry_in, error)),
 written AS (
   UPDATE thumbs.webhook_deliveries d

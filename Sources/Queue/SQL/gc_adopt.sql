@@ -4,4 +4,5 @@
 -- params: storage_keys text[], grace_seconds float8
 -- returns: adopted bigint
 -- deadline: batch
-SELECT thumbs.add_gc_candidates($1::text[], 'orphan', now() - make_interval(secs => $2::float8)) AS adopted
+SELECT thumbs.add_gc_candidates(@storage_keys::text[], 'orphan',
+                                 now() - make_interval(secs => @grace_seconds::float8)) AS adopted

@@ -11,4 +11,4 @@ SELECT g.storage_key, g.state, g.reason, extract(epoch FROM now() - g.queued_at)
   FROM thumbs.gc_objects g
  WHERE g.state IS NOT NULL
  ORDER BY g.queued_at, g.storage_key
- LIMIT $1
+ LIMIT @limit

@@ -1,5 +1,5 @@
 -- name: gc_claim
--- Claims up to $2 objects to delete from storage, for $3 seconds (a collector killed meanwhile leaves
+-- Claims up to @batch_size objects to delete from storage, for @claim_seconds seconds (a collector killed meanwhile leaves
 -- them to the next one when the claim runs out): objects marked deleting and fenced before every
 -- running job was leased. Every job leased before the fence has ended, so its outcome is visible here:
 -- an object it named is kept (the mark is dropped), as are the keys of the erasures waiting on it.
@@ -21,15 +21,16 @@ ready AS MATERIALIZED (
    WHERE g.state = 'deleting' AND g.fenced_at < o.started_at AND NOT u.blocked
      AND (g.claim_expires_at IS NULL OR g.claim_expires_at < now())
    ORDER BY g.fenced_at
-   LIMIT $2
+   LIMIT @batch_size
    FOR UPDATE OF g SKIP LOCKED),
 judged AS MATERIALIZED (
   SELECT r.storage_key, thumbs.object_is_named(r.storage_key) AS named FROM ready r),
 changed AS (
   UPDATE thumbs.gc_objects g
      SET state = CASE WHEN j.named THEN NULL ELSE 'deleting' END,
-         claimed_by = CASE WHEN j.named THEN NULL ELSE $1 END,
-         claim_expires_at = CASE WHEN j.named THEN NULL ELSE now() + make_interval(secs => $3::float8) END,
+         claimed_by = CASE WHEN j.named THEN NULL ELSE @worker END,
+         claim_expires_at = CASE WHEN j.named THEN NULL
+                                 ELSE now() + make_interval(secs => @claim_seconds::float8) END,
          attempts = g.attempts + CASE WHEN j.named THEN 0 ELSE 1 END
     FROM judged j
    WHERE g.storage_key = j.storage_key

@@ -9,7 +9,7 @@ WITH done AS (
   UPDATE thumbs.gc_objects g
      SET state = NULL, deleted_at = now(), fenced_at = NULL, claimed_by = NULL, claim_expires_at = NULL,
          last_error = NULL
-   WHERE g.storage_key = ANY ($1::text[]) AND g.state = 'deleting'
+   WHERE g.storage_key = ANY (@storage_keys::text[]) AND g.state = 'deleting'
   RETURNING g.storage_key),
 decided AS (
   UPDATE thumbs.erasure_keys k SET outcome = 'deleted'

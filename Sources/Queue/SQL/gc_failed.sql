@@ -5,7 +5,8 @@
 -- returns: failed bigint
 -- deadline: batch
 WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::float8[]) AS t(storage_key, error, retry_after)),
+  SELECT * FROM unnest(@storage_keys::text[], @errors::text[], @retry_after::float8[])
+           AS t(storage_key, error, retry_after)),
 failed AS (
   UPDATE thumbs.gc_objects g
      SET claimed_by = NULL, claim_expires_at = now() + make_interval(secs => i.retry_after),

@@ -1,16 +1,16 @@
 -- name: gc_mark
--- The first phase of collection (migrations/0013): candidates whose grace ($1 seconds) has passed are
+-- The first phase of collection (migrations/0013): candidates whose grace (@grace_seconds seconds) has passed are
 -- marked deleting, unless something live names them (then they are kept, and so are the keys of every
--- erasure waiting on them). Up to $2 candidates, taken with SKIP LOCKED: many collectors at once never
+-- erasure waiting on them). Up to @batch_size candidates, taken with SKIP LOCKED: many collectors at once never
 -- wait on each other.
 -- params: grace_seconds float8, batch_size bigint
 -- returns: marked bigint, kept bigint
 -- deadline: batch
 WITH due AS MATERIALIZED (
   SELECT g.storage_key FROM thumbs.gc_objects g
-   WHERE g.state = 'pending' AND g.queued_at <= now() - make_interval(secs => $1::float8)
+   WHERE g.state = 'pending' AND g.queued_at <= now() - make_interval(secs => @grace_seconds::float8)
    ORDER BY g.queued_at
-   LIMIT $2
+   LIMIT @batch_size
    FOR UPDATE SKIP LOCKED),
 judged AS MATERIALIZED (
   SELECT d.storage_key, thumbs.object_is_named(d.storage_key) AS named FROM due d),

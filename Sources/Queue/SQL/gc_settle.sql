@@ -1,6 +1,6 @@
 -- name: gc_settle
 -- Erasures whose every key is decided (deleted or kept) get their `forgotten` event, listing the keys
--- deleted, announced on thumbs_events; then the erasure's rows go. Up to $1 at a time, SKIP LOCKED.
+-- deleted, announced on thumbs_events; then the erasure's rows go. Up to @batch_size at a time, SKIP LOCKED.
 -- Candidates that are not (kept, or deleted long enough ago that no running job was leased before)
 -- are pruned too.
 -- params: batch_size bigint
@@ -10,7 +10,7 @@ WITH finished AS MATERIALIZED (
   SELECT e.id, e.job_id, e.external_id, e.profile FROM thumbs.erasures e
    WHERE NOT EXISTS (SELECT 1 FROM thumbs.erasure_keys k WHERE k.erasure_id = e.id AND k.outcome IS NULL)
    ORDER BY e.id
-   LIMIT $1
+   LIMIT @batch_size
    FOR UPDATE SKIP LOCKED),
 events AS (
   INSERT INTO thumbs.event_log (job_id, external_id, kind, profile, storage_keys)

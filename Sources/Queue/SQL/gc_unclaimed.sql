@@ -5,4 +5,4 @@
 -- params: storage_keys text[]
 -- returns: added bigint
 -- deadline: batch
-SELECT thumbs.add_gc_candidates($1::text[], 'unclaimed') AS added
+SELECT thumbs.add_gc_candidates(@storage_keys::text[], 'unclaimed') AS added

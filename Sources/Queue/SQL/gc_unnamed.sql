@@ -6,7 +6,7 @@
 -- returns: storage_key text
 -- deadline: batch
 SELECT k.storage_key
-  FROM unnest($1::text[]) AS k(storage_key)
+  FROM unnest(@storage_keys::text[]) AS k(storage_key)
  WHERE NOT thumbs.object_is_named(k.storage_key)
    AND NOT EXISTS (SELECT 1 FROM thumbs.gc_objects g
                     WHERE g.storage_key = k.storage_key AND g.state IS NOT NULL)

@@ -10,7 +10,7 @@
 -- returns: id bigint, notified bigint
 -- deadline: batch
 WITH input AS MATERIALIZED (
-  SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token) ORDER BY id),
+  SELECT * FROM unnest(@ids::bigint[], @tokens::uuid[]) AS t(id, token) ORDER BY id),
 locked AS MATERIALIZED (
   SELECT i.id FROM input i CROSS JOIN LATERAL (
     SELECT FROM thumbs.jobs j

@@ -1,5 +1,5 @@
 -- name: heartbeat_jobs
--- Extends the leases of the jobs in ($1, $2) by $3 seconds; returns the ids whose lease was extended.
+-- Extends the leases of the jobs in (@ids, @tokens) by @lease_seconds seconds; returns the ids whose lease was extended.
 -- A job missing from the answer lost its lease (expired and taken, or cancelled).
 --
 -- Fencing: a row is written only while state = 'running' and its lease_token is the caller's.
@@ -17,12 +17,12 @@
 -- returns: id bigint
 -- deadline: quick
 WITH input AS MATERIALIZED (
-  SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS t(id, token) ORDER BY id),
+  SELECT * FROM unnest(@ids::bigint[], @tokens::uuid[]) AS t(id, token) ORDER BY id),
 locked AS MATERIALIZED (
   SELECT i.id FROM input i CROSS JOIN LATERAL (
     SELECT FROM thumbs.jobs j
      WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'running'
        FOR UPDATE OF j OFFSET 0) held)
-UPDATE thumbs.jobs j SET lease_expires_at = now() + make_interval(secs => $3::float8)
+UPDATE thumbs.jobs j SET lease_expires_at = now() + make_interval(secs => @lease_seconds::float8)
   FROM locked WHERE j.id = locked.id
 RETURNING j.id

@@ -1,10 +1,10 @@
 -- name: lease_jobs
--- Claims up to $2 due jobs: highest priority first, then the lowest turn (migrations/0019: owners are
+-- Claims up to @limit due jobs: highest priority first, then the lowest turn (migrations/0019: owners are
 -- served in turn), then the oldest id. Every due queued job has a turn and only those do, so the pick is
 -- the first rows of jobs_turn_idx whatever the backlog. SKIP LOCKED lets many workers lease at once
 -- without waiting on each other's rows; attempts is counted here, at lease.
 --
--- Siblings: with each batch come up to $4 more due jobs naming a source the batch already names (the
+-- Siblings: with each batch come up to @siblings more due jobs naming a source the batch already names (the
 -- same photo under other profiles; sources are compared by identity, thumbs.source_identity), so one worker downloads a popular original once for all of them
 -- instead of several workers each downloading it. Only jobs that thumbs.enqueue marked shares_source
 -- (their URL has other live jobs) are looked up. They are locked with SKIP LOCKED; the worker may hold
@@ -29,20 +29,21 @@ WITH picked AS MATERIALIZED (
   SELECT id, source_key, shares_source FROM thumbs.jobs
    WHERE state = 'queued' AND turn IS NOT NULL
    ORDER BY priority DESC, turn, id
-   LIMIT $2
+   LIMIT @limit
    FOR UPDATE SKIP LOCKED),
 siblings AS MATERIALIZED (
   SELECT s.id FROM thumbs.jobs s
    WHERE s.source_key = ANY (ARRAY(SELECT source_key FROM picked WHERE shares_source))
      AND CASE WHEN s.state = 'queued' THEN s.run_at <= now() ELSE false END
      AND s.id <> ALL (ARRAY(SELECT id FROM picked))
-   LIMIT $4
+   LIMIT @siblings
    FOR UPDATE SKIP LOCKED),
 chosen AS (SELECT id FROM picked UNION ALL SELECT id FROM siblings),
 leased AS (
   UPDATE thumbs.jobs j
      SET state = 'running', turn = NULL, attempts = j.attempts + 1, lease_token = gen_random_uuid(),
-         lease_expires_at = now() + make_interval(secs => $3::float8), leased_by = $1, started_at = now()
+         lease_expires_at = now() + make_interval(secs => @lease_seconds::float8), leased_by = @worker_id,
+         started_at = now()
    WHERE j.id = ANY (ARRAY(SELECT id FROM chosen))
   RETURNING j.id, j.source_url, j.profile, j.attempts, j.max_attempts, j.lease_token, j.owner)
 SELECT l.id, l.source_url, l.profile, l.attempts, l.max_attempts, l.lease_token, l.owner,

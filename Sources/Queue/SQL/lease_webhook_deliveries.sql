@@ -1,6 +1,6 @@
 -- name: lease_webhook_deliveries
--- Claims up to $2 due deliveries to endpoint $1 (none while it is off), oldest due first, and pushes
--- each one's next attempt $3 seconds ahead: if the claiming worker dies, the delivery is due again
+-- Claims up to @limit due deliveries to endpoint @url (none while it is off), oldest due first, and pushes
+-- each one's next attempt @lease_seconds seconds ahead: if the claiming worker dies, the delivery is due again
 -- then, and another worker sends it. Returns what a POST needs: the event's kind, creation time
 -- (Unix seconds) and payload, and the claim's token for writing the answer.
 -- params: url text, limit int, lease_seconds float8
@@ -9,15 +9,15 @@
 -- deadline: quick
 WITH due AS (
   SELECT d.id FROM thumbs.webhook_deliveries d
-   WHERE d.endpoint = $1::text AND d.state = 'pending' AND d.next_attempt_at <= now()
+   WHERE d.endpoint = @url::text AND d.state = 'pending' AND d.next_attempt_at <= now()
      AND EXISTS (SELECT 1 FROM thumbs.webhook_endpoints w WHERE w.url = d.endpoint AND w.disabled_at IS NULL)
    ORDER BY d.next_attempt_at, d.id
-   LIMIT $2::int
+   LIMIT @limit::int
    FOR UPDATE OF d SKIP LOCKED),
 claimed AS (
   UPDATE thumbs.webhook_deliveries d
      SET attempts = d.attempts + 1, lease_token = gen_random_uuid(),
-         next_attempt_at = now() + make_interval(secs => $3::float8),
+         next_attempt_at = now() + make_interval(secs => @lease_seconds::float8),
          first_attempt_at = coalesce(d.first_attempt_at, now())
     FROM due WHERE d.id = due.id
   RETURNING d.id, d.lease_token, d.attempts, d.first_attempt_at, d.event_id)

@@ -5,9 +5,9 @@
 --
 -- Every worker asks every few seconds, and the counts read every live job's index entry: a fleet of
 -- many workers over a backlog of millions would spend a database core counting. So the fleet shares
--- one count, thumbs.queue_sample (migrations/0019): a sample younger than $1 seconds is the answer;
+-- one count, thumbs.queue_sample (migrations/0019): a sample younger than @max_age seconds is the answer;
 -- an older one is counted again by the one worker that takes its row lock (SKIP LOCKED: the others
--- answer with the old sample meanwhile, its oldest_ready_seconds aged). $1 = 0 always counts.
+-- answer with the old sample meanwhile, its oldest_ready_seconds aged). @max_age = 0 always counts.
 --
 -- The counts read only the partial indexes of the live states, never the finished jobs the table may
 -- hold until retention deletes them: one scan of jobs_ready_idx (state = 'queued', which holds run_at)
@@ -18,7 +18,7 @@
 -- deadline: quick
 WITH stale AS MATERIALIZED (
   SELECT s.one FROM thumbs.queue_sample s
-   WHERE s.taken_at <= now() - make_interval(secs => $1::float8)
+   WHERE s.taken_at <= now() - make_interval(secs => @max_age::float8)
    FOR UPDATE SKIP LOCKED),
 recount AS MATERIALIZED (
   SELECT 1 AS yes WHERE EXISTS (SELECT FROM stale) OR NOT EXISTS (SELECT FROM thumbs.queue_sample)),

@@ -3,4 +3,4 @@
 -- params: version text, name text
 -- returns: none
 -- deadline: none
-INSERT INTO thumbs.schema_migrations (version, name) VALUES ($1, $2)
+INSERT INTO thumbs.schema_migrations (version, name) VALUES (@version, @name)

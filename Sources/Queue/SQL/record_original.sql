@@ -1,6 +1,6 @@
 -- name: record_original
--- Upserts the thumbs.originals row of a URL after a download ($11 false: counted as a download,
--- fetched_at moves) or after a 304 that confirmed the cached copy ($11 true: counted as a
+-- Upserts the thumbs.originals row of a URL after a download (@revalidated false: counted as a download,
+-- fetched_at moves) or after a 304 that confirmed the cached copy (@revalidated true: counted as a
 -- revalidation). Either way checked_at moves, which is what prune_originals goes by.
 -- params: url text, bytes bigint, sha256 text, content_type text?, etag text?, last_modified text?,
 -- params: format text?, width int?, height int?, fetched_by text, revalidated bool
@@ -9,12 +9,13 @@
 INSERT INTO thumbs.originals AS o
        (url, bytes, sha256, content_type, etag, last_modified, format, width, height, fetched_by,
         downloads, revalidations)
-VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8::int, $9::int, $10,
-        CASE WHEN $11::bool THEN 0 ELSE 1 END, CASE WHEN $11::bool THEN 1 ELSE 0 END)
+VALUES (@url, @bytes::bigint, @sha256, @content_type, @etag, @last_modified, @format, @width::int, @height::int,
+        @fetched_by,
+        CASE WHEN @revalidated::bool THEN 0 ELSE 1 END, CASE WHEN @revalidated::bool THEN 1 ELSE 0 END)
 ON CONFLICT (url) DO UPDATE
    SET bytes = excluded.bytes, sha256 = excluded.sha256, content_type = excluded.content_type,
        etag = excluded.etag, last_modified = excluded.last_modified, format = excluded.format,
        width = excluded.width, height = excluded.height, fetched_by = excluded.fetched_by,
-       fetched_at = CASE WHEN $11::bool THEN o.fetched_at ELSE now() END, checked_at = now(),
+       fetched_at = CASE WHEN @revalidated::bool THEN o.fetched_at ELSE now() END, checked_at = now(),
        downloads = o.downloads + excluded.downloads,
        revalidations = o.revalidations + excluded.revalidations

@@ -9,8 +9,8 @@
 -- that waits on a lock once its client is found gone. Values in the units of the settings: seconds,
 -- a count, milliseconds, milliseconds.
 --
--- plan_cache_mode and enable_seqscan ($6, $7): force_generic_plan and off on the connection that
--- leases, auto and on elsewhere. The lease's `LIMIT $2` makes its generic plan look costly to PostgreSQL
+-- plan_cache_mode and enable_seqscan (@plan_cache_mode, @enable_seqscan): force_generic_plan and off on the connection that
+-- leases, auto and on elsewhere. The lease's `LIMIT @limit` makes its generic plan look costly to PostgreSQL
 -- (it assumes a tenth of the queue is wanted), so left to itself it plans the statement afresh for every
 -- lease, the largest single cost of a small lease. A generic plan is made once, though, perhaps while
 -- the table is nearly empty, when reading it whole looks cheapest; without sequential scans it is index
@@ -20,11 +20,11 @@
 -- returns: settings bigint
 -- deadline: quick
 SELECT count(*) AS settings FROM (
-  SELECT set_config('tcp_keepalives_idle', $1, false)
-  UNION ALL SELECT set_config('tcp_keepalives_interval', $2, false)
-  UNION ALL SELECT set_config('tcp_keepalives_count', $3, false)
-  UNION ALL SELECT set_config('tcp_user_timeout', $4, false)
-  UNION ALL SELECT set_config('plan_cache_mode', $6, false)
-  UNION ALL SELECT set_config('enable_seqscan', $7, false)
-  UNION ALL SELECT set_config('client_connection_check_interval', $5, false)
+  SELECT set_config('tcp_keepalives_idle', @keepalives_idle, false)
+  UNION ALL SELECT set_config('tcp_keepalives_interval', @keepalives_interval, false)
+  UNION ALL SELECT set_config('tcp_keepalives_count', @keepalives_count, false)
+  UNION ALL SELECT set_config('tcp_user_timeout', @tcp_user_timeout, false)
+  UNION ALL SELECT set_config('plan_cache_mode', @plan_cache_mode, false)
+  UNION ALL SELECT set_config('enable_seqscan', @enable_seqscan, false)
+  UNION ALL SELECT set_config('client_connection_check_interval', @check_interval, false)
    WHERE current_setting('server_version_num')::int >= 140000) AS applied

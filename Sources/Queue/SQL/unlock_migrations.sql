@@ -3,4 +3,4 @@
 -- params: key bigint
 -- returns: pg_advisory_unlock bool
 -- deadline: quick
-SELECT pg_advisory_unlock($1::bigint)
+SELECT pg_advisory_unlock(@key::bigint)

@@ -3,4 +3,4 @@
 -- params: worker_id text
 -- returns: none
 -- deadline: quick
-DELETE FROM thumbs.workers WHERE id = $1
+DELETE FROM thumbs.workers WHERE id = @worker_id

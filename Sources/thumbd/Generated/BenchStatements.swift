@@ -4,8 +4,8 @@
 import Queue
 
 /// The statements only `thumbd bench` runs, one per Sources/thumbd/SQL/<name>.sql file:
-/// its text, what it takes (`Parameters`, values in the order of `$1`, `$2`, ...) and what it returns
-/// (`Row`, read by name).
+/// its text (the file's `@name` parameters sent as `$1`, `$2`, ... in the header's order), what it
+/// takes (`Parameters`, by name) and what it returns (`Row`, read by name).
 enum BenchSQL {
   /// `thumbd bench queue`: statistics that know about the jobs just inserted, so the lease is planned
   /// for a full queue.
@@ -64,7 +64,7 @@ enum BenchSQL {
     typealias Row = NoRow
   }
 
-  /// `thumbd bench queue`: $1 queued no-op jobs, inserted directly (not through thumbs.enqueue: no
+  /// `thumbd bench queue`: @jobs queued no-op jobs, inserted directly (not through thumbs.enqueue: no
   /// notifications, no sibling marks).
   enum InsertJobs: TypedStatement {
     static let statement = SQLStatement(
@@ -94,14 +94,15 @@ enum BenchSQL {
     typealias Row = NoRow
   }
 
-  /// `thumbd bench lease`: $1 queued no-op jobs, spread over $3 owners named $2 followed by a number
+  /// `thumbd bench lease`: @jobs queued no-op jobs, spread over @owners owners named @owner_prefix followed by a number
   /// (the jobs_take_turn trigger gives each its place in line, as for any insert).
   enum InsertOwnerJobs: TypedStatement {
     static let statement = SQLStatement(
       name: "insert_owner_jobs",
       text: #"""
         INSERT INTO thumbs.jobs (source_url, profile, owner)
-        SELECT 'bench://lease/' || $2::text || '/' || g, 'default', $2::text || (g % $3::int)
+        SELECT 'bench://lease/' || $2::text || '/' || g, 'default',
+               $2::text || (g % $3::int)
           FROM generate_series(1, $1::int) AS g
         """#,
       parameters: ["jobs", "owner_prefix", "owners"],

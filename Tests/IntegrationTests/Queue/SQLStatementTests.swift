@@ -107,6 +107,27 @@ struct SQLStatementTests {
       .write(to: file, atomically: true, encoding: .utf8)
     let refused = try runGenerator([], root: root)
     #expect(refused.status == 2 && refused.output.contains("withdraw_worker.sql"))
+    // Parameters are named in the statement: a positional one, a name the header does not declare, and
+    // a declared name the statement does not use are each refused.
+    for (body, says) in [
+      ("DELETE FROM thumbs.workers WHERE id = $1", "not `$n`"),
+      ("DELETE FROM thumbs.workers WHERE id = @worker", "@worker"),
+      ("DELETE FROM thumbs.workers WHERE id = @worker_id AND host = @host", "@host"),
+      ("DELETE FROM thumbs.workers WHERE id = 'w'", "does not use"),
+    ] {
+      try text.replacingOccurrences(of: "DELETE FROM thumbs.workers WHERE id = @worker_id", with: body)
+        .write(to: file, atomically: true, encoding: .utf8)
+      let named = try runGenerator([], root: root)
+      #expect(named.status == 2 && named.output.contains(says), "\(body): \(named.output)")
+    }
+    // PostgreSQL's operators that contain @ are not parameters.
+    try text.replacingOccurrences(
+      of: "DELETE FROM thumbs.workers WHERE id = @worker_id",
+      with:
+        "DELETE FROM thumbs.workers WHERE id = @worker_id AND source_schemes @> '{}' AND '{}' <@ source_schemes"
+    )
+    .write(to: file, atomically: true, encoding: .utf8)
+    #expect(try runGenerator([], root: root).status == 0)
   }
 
   @Test(arguments: [("Sources/Queue/SQL", SQL.all), ("Sources/thumbd/SQL", BenchSQL.all)])
