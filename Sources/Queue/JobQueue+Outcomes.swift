@@ -36,18 +36,6 @@ public struct JobResult: Sendable, Equatable, ExpressibleByArrayLiteral {
   }
 }
 
-/// What one job's attempt came to, ready to be written.
-public enum JobOutcome: Sendable {
-  case succeeded(JobResult)
-  /// `retryAfter` nil: failed for good. Otherwise back to `queued`, due after that many seconds.
-  case failed(JobError, retryAfter: Double?)
-  /// Returned unfinished by a stopping worker: queued again at once, the attempt not counted.
-  case handedBack
-  /// Failed through no fault of the job (the worker's storage refused it): queued again after
-  /// `retryAfter` seconds, the attempt not counted, the error and the attempt logged.
-  case deferred(JobError, retryAfter: Double)
-}
-
 /// What a batch of outcomes came to.
 public struct RecordedOutcomes: Sendable, Equatable {
   /// Jobs whose outcome was written.
@@ -85,7 +73,7 @@ extension JobQueue {
   /// Writes the outcomes of many jobs: at most three statements (successes with their variant rows,
   /// failures, hand-backs), whatever the number of jobs. Returns the ids whose outcome was written.
   public func record(
-    _ outcomes: [(job: LeasedJob, outcome: JobOutcome)]
+    _ outcomes: [(job: LeasedJob, outcome: JobOutcome<JobResult>)]
   ) async throws(PostgresError) -> Set<Int64> {
     try await recordOutcomes(outcomes).written
   }
@@ -93,7 +81,7 @@ extension JobQueue {
   /// `record`, telling apart the successes that were refused because collection is deleting an object
   /// they name (SQL/complete_jobs.sql): those jobs are queued again, and are not among the written.
   public func recordOutcomes(
-    _ outcomes: [(job: LeasedJob, outcome: JobOutcome)]
+    _ outcomes: [(job: LeasedJob, outcome: JobOutcome<JobResult>)]
   ) async throws(PostgresError) -> RecordedOutcomes {
     var succeeded: [(LeasedJob, JobResult)] = []
     var failed: [(LeasedJob, JobError, Double?, Bool)] = []

@@ -16,7 +16,7 @@ import ThumbCore
 final class Completer: Service, Sendable {
   private struct Pending {
     var job: LeasedJob
-    var outcome: JobOutcome
+    var outcome: JobOutcome<JobResult>
     var written: CheckedContinuation<Written?, Never>
   }
 
@@ -55,7 +55,7 @@ final class Completer: Service, Sendable {
 
   /// Writes the outcome. Nil when the database could not be reached even after retries (the lease will
   /// expire and the job run again).
-  func record(_ job: LeasedJob, _ outcome: JobOutcome) async -> Written? {
+  func record(_ job: LeasedJob, _ outcome: JobOutcome<JobResult>) async -> Written? {
     await withCheckedContinuation { continuation in
       let startWriter = state.withLock { state -> Bool in
         state.pending.append(Pending(job: job, outcome: outcome, written: continuation))

@@ -21,8 +21,8 @@ extension WorkerConfig {
   }
 
   /// The held jobs' rules: the job slots and the retry policy.
-  func heldJobs<Work>(of _: Work.Type = Work.self) -> HeldJobs<Work>.Settings {
-    var settings = HeldJobs<Work>.Settings(slots: concurrency)
+  func heldJobs<Work, Made>() -> HeldJobs<Work, Made>.Settings {
+    var settings = HeldJobs<Work, Made>.Settings(slots: concurrency)
     settings.retryPolicy = retryPolicy
     return settings
   }

@@ -1,7 +1,13 @@
 /// The jobs one worker holds and the life of each, as a value: events in, actions out (after
 /// postgres-nio's `PoolStateMachine`). No I/O, no locks and no clock of its own: the worker's `JobRunner`
 /// keeps it under one lock, reports what happened with the time it happened, and performs the actions it
-/// gets back outside the lock. `Work` is the runner's handle on one job (its task, its outcome).
+/// gets back outside the lock. `Work` is the runner's handle on one job (its task); `Made` is what a
+/// job's work leaves behind when it succeeds, carried in its `JobOutcome` to the write.
+///
+/// Every event returns the actions it leads to, timers included (`awaitReuse` asks for a call of
+/// `reusePatienceEnded` at its instant); the runner asks nothing else before acting. An outcome decided
+/// goes to be written even if the lease is lost a moment later: the write is fenced, and the database
+/// refuses it as it would a write already under way.
 ///
 /// A job's life, keyed by its lease (job id and lease token):
 ///
@@ -21,7 +27,7 @@
 /// waiting for a slot held by a download paused for that decode's memory), and memory, not the slot,
 /// bounds what a granted decode costs. A job whose lease is gone keeps its slot until its work has
 /// really stopped (a blocking call may still be running on a pool thread).
-public struct HeldJobs<Work> {
+public struct HeldJobs<Work, Made> {
   public struct Settings: Sendable {
     /// Job slots: jobs that may use a core at once.
     public var slots: Int
@@ -47,13 +53,25 @@ public struct HeldJobs<Work> {
     case start(Work, refusedBy: JobError?)
     /// Start downloading the job's original while it waits for a slot.
     case prefetch(url: String)
+    /// The job is released: a download started for it ahead is no longer needed for it.
+    case dropPrefetch(url: String)
     /// The lease is gone: cancel the work; nothing of it is written. `wasWaiting`: it never started
     /// (it had no slot yet).
     case abandon(Work, because: Abandonment, wasWaiting: Bool)
-    /// The work is over: write this outcome (unless the lease goes meanwhile: ask `mayWrite`).
-    case writeOutcome(Work, OutcomeDecision)
+    /// The work is over: write this outcome, then report `released`.
+    case writeOutcome(Work, JobOutcome<Made>)
+    /// The work succeeded after its lease went: what it made will not be written (its uploads are
+    /// collection's to decide).
+    case discard(Made)
+    /// A timer: the job waits for another job's outcome until `until` at the latest; report
+    /// `reusePatienceEnded` then.
+    case awaitReuse(Work, until: ContinuousClock.Instant)
     /// Jobs waiting for a render key's outcome may look for it now.
     case endReuseWait([Work])
+    /// A stopping worker returns these jobs: write their hand-back, then perform the actions after it.
+    case handBack([Work])
+    /// The job renders in this role (the runner hands it to the job's work).
+    case renderAs(Work, RenderRole)
     /// A job ended or gave up its slot: the producer may lease again.
     case wakeProducer
   }
@@ -75,15 +93,6 @@ public struct HeldJobs<Work> {
     case lead(members: [Work])
     /// `leader` renders for this job: wait for its result.
     case follow(leader: Work)
-  }
-
-  /// How a job's attempt is recorded.
-  public enum OutcomeDecision: Equatable, Sendable {
-    case succeeded
-    /// `retryAfter` nil: failed for good.
-    case failed(JobError, retryAfter: Double?)
-    /// The worker's storage refused it: queued again after `retryAfter`, no attempt used.
-    case deferred(JobError, retryAfter: Double)
   }
 
   /// A held job as the worker's `/debug/jobs` shows it.
@@ -206,28 +215,29 @@ public struct HeldJobs<Work> {
     return actions + grantSlots(now: now)
   }
 
-  /// The job's work went on to `phase`, keeping whatever slot it holds.
-  public mutating func entered(_ phase: JobPhase, _ lease: JobLease, now: ContinuousClock.Instant) {
+  /// The job's work went on to `phase`, keeping whatever slot it holds. No action follows.
+  public mutating func entered(_ phase: JobPhase, _ lease: JobLease, now: ContinuousClock.Instant) -> [Action]
+  {
     update(lease) { entry in
       guard entry.phase.isHeld, entry.phase != phase else { return }
       entry.phase = phase
       entry.since = now
     }
+    return []
   }
 
   /// The job waits for something other than a core (`phase`): its slot goes to the next job.
   public mutating func steppedAside(
     _ phase: JobPhase, _ lease: JobLease, now: ContinuousClock.Instant
   ) -> [Action] {
-    entered(phase, lease, now: now)
-    return releaseSlot(of: lease, now: now)
+    return entered(phase, lease, now: now) + releaseSlot(of: lease, now: now)
   }
 
-  /// The job's work ended (`failure` nil: it succeeded). A held job's outcome is decided here and goes
-  /// to be written; `unit` is a random number in [0, 1) for the retry's jitter. Its slot goes to the
-  /// next job.
+  /// The job's work ended with `result`. A held job's outcome is decided here and goes to be written;
+  /// `unit` is a random number in [0, 1) for the retry's jitter. What a job no longer held made is
+  /// discarded. Its slot goes to the next job.
   public mutating func workEnded(
-    _ lease: JobLease, failure: JobError?, unit: Double, now: ContinuousClock.Instant
+    _ lease: JobLease, _ result: Result<Made, JobError>, unit: Double, now: ContinuousClock.Instant
   ) -> [Action] {
     var actions: [Action] = []
     if var entry = entry(lease), entry.working {
@@ -235,33 +245,24 @@ public struct HeldJobs<Work> {
       if entry.phase.isHeld {
         entry.phase = .writingOutcome
         entry.since = now
-        actions.append(.writeOutcome(entry.work, decide(entry, failure: failure, unit: unit)))
+        actions.append(.writeOutcome(entry.work, decide(entry, result, unit: unit)))
+      } else if case .success(let made) = result {
+        actions.append(.discard(made))
       }
       entries[lease.id] = entry
+    } else if entry(lease) == nil, case .success(let made) = result {
+      actions.append(.discard(made))  // a newer lease on the job replaced this one
     }
     return actions + releaseSlot(of: lease, now: now)
   }
 
-  /// Whether the outcome may still be written: the lease was not lost or handed back since the work ended.
-  public func mayWrite(_ lease: JobLease) -> Bool { entry(lease)?.phase == .writingOutcome }
-
-  /// What a released job leaves behind.
-  public struct Release {
-    /// The phase it ended in (`writingOutcome` when it was still held); nil when a newer lease on the
-    /// job replaced it.
-    public var endedIn: JobPhase?
-    /// The URL of a download started for it while it waited for a slot: if the job never took it
-    /// over (it ended before fetching), the runner drops it.
-    public var prefetched: String?
-    public var actions: [Action]
-  }
-
-  /// The job's outcome was written (or will not be: its work was abandoned): it leaves the book.
-  public mutating func released(_ lease: JobLease) -> Release {
-    guard let entry = entry(lease) else { return Release(endedIn: nil, prefetched: nil, actions: []) }
-    return Release(
-      endedIn: entry.phase, prefetched: entry.prefetched ? entry.url : nil,
-      actions: remove(entry, abandoning: nil) + [.wakeProducer])
+  /// The job's outcome was written (or will not be: its work was abandoned): it leaves the book. A
+  /// download started for it while it waited for a slot is dropped (if the job took it over, it is
+  /// done with it).
+  public mutating func released(_ lease: JobLease) -> [Action] {
+    guard let entry = entry(lease) else { return [] }
+    return remove(entry, abandoning: nil) + (entry.prefetched ? [.dropPrefetch(url: entry.url)] : [])
+      + [.wakeProducer]
   }
 
   /// A heartbeat answered: every lease sent but not extended is lost (unless the job was leased again
@@ -276,72 +277,76 @@ public struct HeldJobs<Work> {
     return actions
   }
 
-  /// The end of a graceful stop: every job still held is handed back. Returns their work, in id order,
-  /// for the hand-back write; abandon them once it is written.
-  public mutating func handBackAll(now: ContinuousClock.Instant) -> [Work] {
+  /// The end of a graceful stop: every job still held is handed back (in id order), then its work is
+  /// abandoned. A job whose outcome is being written is handed back too: both writes are fenced, and the
+  /// database keeps the first.
+  public mutating func handBackAll(now: ContinuousClock.Instant) -> [Action] {
     let held = leasesToExtend
+    guard !held.isEmpty else { return [] }
+    var works: [Work] = []
     for lease in held {
       update(lease) { entry in
         entry.phase = .handedBack
         entry.since = now
+        works.append(entry.work)
       }
     }
-    return held.compactMap { entry($0)?.work }
-  }
-
-  /// The jobs handed back by `handBackAll`, to abandon once the hand-back is written.
-  public mutating func abandonHandedBack() -> [Action] {
-    entries.values.filter { $0.phase == .handedBack }.sorted { $0.lease.id < $1.lease.id }.flatMap {
-      abandonWork(of: $0.lease, because: .handedBack)
-    }
+    return [.handBack(works)] + held.flatMap { abandonWork(of: $0, because: .handedBack) }
   }
 
   // MARK: Render reuse
 
   /// The job found the render key of its original and profile, and will look for an earlier job's
   /// variants under it. Reuse finds a job only once its outcome is written: if a job here is rendering
-  /// the same key, the job waits (its slot given up) until that outcome is written or until `until`,
-  /// whichever is first (`endReuseWait`, or the runner's timer and `reuseWaitEnded`). Nil: look now.
+  /// the same key, the job waits (`awaitReuse`, its slot given up) until that outcome is written
+  /// (`endReuseWait`) or its patience runs out (`reusePatienceEnded`), whichever is first. Without an
+  /// `awaitReuse` among the actions it looks at once.
   public mutating func lookingForReuse(
     _ key: String, _ lease: JobLease, now: ContinuousClock.Instant
-  ) -> (until: ContinuousClock.Instant?, actions: [Action]) {
+  ) -> [Action] {
     let busy = entries.values.contains { $0.renderKey == key && $0.lease != lease }
-    guard busy, entry(lease)?.phase.isHeld == true else { return (nil, []) }
+    guard busy, let entry = entry(lease), entry.phase.isHeld else { return [] }
     update(lease) { $0.awaitingKey = key }
-    return (now + settings.reusePatience, steppedAside(.awaitingReuse, lease, now: now))
+    return [.awaitReuse(entry.work, until: now + settings.reusePatience)]
+      + steppedAside(.awaitingReuse, lease, now: now)
   }
 
-  /// The job's wait for another's outcome is over (it was written, or the patience ran out).
-  public mutating func reuseWaitEnded(_ lease: JobLease) {
+  /// The instant of an `awaitReuse` came: if the job still waits, its wait ends (it renders itself).
+  public mutating func reusePatienceEnded(_ lease: JobLease) -> [Action] {
+    guard let entry = entry(lease), entry.awaitingKey != nil else { return [] }
     update(lease) { $0.awaitingKey = nil }
+    return [.endReuseWait([entry.work])]
   }
 
-  /// The job renders `key` itself: jobs here that find the same key wait for its outcome.
-  public mutating func renders(_ key: String, _ lease: JobLease) {
+  /// The job renders `key` itself: jobs here that find the same key wait for its outcome. No action
+  /// follows.
+  public mutating func renders(_ key: String, _ lease: JobLease) -> [Action] {
     update(lease) { $0.renderKey = key }
+    return []
   }
 
   // MARK: Shared renders
 
-  /// The job is about to render: it leads its group (closing it to later jobs) or follows its leader.
-  /// Nil when its lease is no longer held (its work is being abandoned).
-  public mutating func joiningRender(_ lease: JobLease) -> RenderRole? {
+  /// The job is about to render: it leads its group (closing it to later jobs) or follows its leader
+  /// (`renderAs`). Nothing when its lease is no longer held (its work is being abandoned).
+  public mutating func joiningRender(_ lease: JobLease) -> [Action] {
     guard let entry = entry(lease), entry.phase.isHeld, let id = entry.group, var group = groups[id] else {
-      return nil
+      return []
     }
-    if let leader = group.leader { return .follow(leader: leader) }
+    if let leader = group.leader { return [.renderAs(entry.work, .follow(leader: leader))] }
     group.leader = entry.work
     groups[id] = group
     if openGroups[group.source] == id { openGroups[group.source] = nil }
-    return .lead(members: group.members.compactMap { self.entry($0)?.work })
+    return [.renderAs(entry.work, .lead(members: group.members.compactMap { self.entry($0)?.work }))]
   }
 
   // MARK: The storage's refusals
 
   /// The storage took a write (`refusal` nil) or refused one: for `refusalHold` after a refusal, jobs
-  /// given a slot end at once with it.
-  public mutating func storageAnswered(refusal: JobError?, now: ContinuousClock.Instant) {
+  /// given a slot end at once with it. No action follows.
+  public mutating func storageAnswered(refusal: JobError?, now: ContinuousClock.Instant) -> [Action] {
     self.refusal = refusal.map { (now, $0) }
+    return []
   }
 
   // MARK: - Rules
@@ -458,10 +463,18 @@ public struct HeldJobs<Work> {
     return actions
   }
 
-  private mutating func decide(_ entry: Entry, failure: JobError?, unit: Double) -> OutcomeDecision {
-    guard let failure else {
+  private mutating func decide(
+    _ entry: Entry, _ result: Result<Made, JobError>, unit: Double
+  )
+    -> JobOutcome<Made>
+  {
+    let failure: JobError
+    switch result {
+    case .success(let made):
       refusalStreak = 0
-      return .succeeded
+      return .succeeded(made)
+    case .failure(let error):
+      failure = error
     }
     if failure.code == .storageRefused {
       refusalStreak += 1
@@ -516,17 +529,16 @@ public enum JobPhase: String, Sendable, CaseIterable {
   public var isHeld: Bool { self != .leaseLost && self != .handedBack }
 }
 
-extension HeldJobs: Sendable where Work: Sendable {}
-extension HeldJobs.Action: Sendable where Work: Sendable {}
+extension HeldJobs: Sendable where Work: Sendable, Made: Sendable {}
+extension HeldJobs.Action: Sendable where Work: Sendable, Made: Sendable {}
 extension HeldJobs.LeasedWork: Sendable where Work: Sendable {}
 extension HeldJobs.Entry: Sendable where Work: Sendable {}
 extension HeldJobs.RenderGroup: Sendable where Work: Sendable {}
 extension HeldJobs.RenderRole: Sendable where Work: Sendable {}
-extension HeldJobs.Release: Sendable where Work: Sendable {}
-// Equal when their works are: tests compare whole action lists, so an unexpected action fails them.
-extension HeldJobs.Action: Equatable where Work: Equatable {}
+// Equal when their works and results are: tests compare whole action lists, so an unexpected action
+// fails them.
+extension HeldJobs.Action: Equatable where Work: Equatable, Made: Equatable {}
 extension HeldJobs.RenderRole: Equatable where Work: Equatable {}
-extension HeldJobs.Release: Equatable where Work: Equatable {}
 
 /// Where a held job is: its phase and since when, and whether it holds a job slot.
 public struct HeldJob: Equatable, Sendable {

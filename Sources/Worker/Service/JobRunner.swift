@@ -9,7 +9,7 @@ import ThumbCore
 /// starts each job's work, writes outcomes through the Completer, abandons work whose lease is gone,
 /// and counts and logs what became of each job.
 final class JobRunner: Sendable {
-  typealias Jobs = HeldJobs<Execution>
+  typealias Jobs = HeldJobs<Execution, JobResult>
 
   /// One job's work, run in an unstructured task so that abandoning it (lease lost, hand-back) ends the
   /// job at once even while a blocking call it made is still running on a pool thread.
@@ -17,14 +17,14 @@ final class JobRunner: Sendable {
     let job: LeasedJob
     let lease: JobLease
     /// The outcome to write, or nil: abandoned, nothing to write.
-    let ended = OneShot<(outcome: JobOutcome, variants: Int)?>()
+    let ended = OneShot<JobOutcome<JobResult>?>()
     private let task = Mutex<(task: Task<Void, Never>?, abandoned: Bool)>((nil, false))
     /// What this job renders for the other members of its render group, when it leads it.
     let share = RenderShare()
-    /// What the work made, kept for the outcome.
-    let result = Mutex<JobResult?>(nil)
     /// Resolved when a wait for another job's outcome (render reuse) may end.
     let reuseWait = Mutex<OneShot<Void>?>(nil)
+    /// The timer that ends that wait when the patience runs out.
+    let reuseTimer = Mutex<Task<Void, Never>?>(nil)
 
     init(_ job: LeasedJob) {
       self.job = job
@@ -80,7 +80,12 @@ final class JobRunner: Sendable {
 
   /// Runs one event on the held jobs and performs the actions it returns.
   private func modify(_ event: (inout Jobs) -> [Jobs.Action]) {
-    perform(jobs.withLock { event(&$0) })
+    performAtOnce(jobs.withLock { event(&$0) })
+  }
+
+  /// `modify`, for events whose actions may wait (a write, a release of uploads, a dropped download).
+  private func modify(_ event: (inout Jobs) -> [Jobs.Action]) async {
+    await perform(jobs.withLock { event(&$0) })
   }
 
   /// Starts the jobs of one lease. Each takes a free slot or waits for one, its original downloading
@@ -101,7 +106,35 @@ final class JobRunner: Sendable {
     }
   }
 
-  private func perform(_ actions: [Jobs.Action]) {
+  /// Performs the actions in order; those that wait are awaited in turn.
+  private func perform(_ actions: [Jobs.Action]) async {
+    var now: [Jobs.Action] = []
+    for action in actions {
+      switch action {
+      case .discard(let result):
+        performAtOnce(now)
+        now = []
+        // The lease went while the job worked: its success will never be written, and what it
+        // uploaded is collection's to decide.
+        await completer.releaseUnclaimed(result.variants.map(\.storageKey))
+      case .dropPrefetch(let url):
+        performAtOnce(now)
+        now = []
+        await handler.forgetPrefetch(url)
+      case .handBack(let executions):
+        performAtOnce(now)
+        now = []
+        await handBack(executions)
+      default:
+        now.append(action)
+      }
+    }
+    performAtOnce(now)
+  }
+
+  /// Performs actions that need no waiting, in order; one that does is performed in a task of its own
+  /// (the events reported from synchronous code return none).
+  private func performAtOnce(_ actions: [Jobs.Action]) {
     var wakeProducer = false
     for action in actions {
       switch action {
@@ -109,6 +142,10 @@ final class JobRunner: Sendable {
         execution.begin { await self.work(execution, refusedBy: refusedBy) }
       case .prefetch(let url):
         handler.prefetch(url)
+      case .discard, .dropPrefetch, .handBack:
+        Task { await self.perform([action]) }
+      case .renderAs:
+        break  // answered to the job that asked (joinRender)
       case .abandon(let execution, let reason, _):
         if reason == .leaseLost {
           metrics.leaseLost()
@@ -117,8 +154,14 @@ final class JobRunner: Sendable {
           )
         }
         execution.abandon()
-      case .writeOutcome(let execution, let decision):
-        execution.ended.resolve(Self.outcome(decision, of: execution))
+      case .writeOutcome(let execution, let outcome):
+        execution.ended.resolve(outcome)
+      case .awaitReuse(let execution, let until):
+        let timer = Task {
+          try? await Task.sleep(until: until)
+          if !Task.isCancelled { await self.modify { $0.reusePatienceEnded(execution.lease) } }
+        }
+        execution.reuseTimer.withLock { $0 = timer }
       case .endReuseWait(let executions):
         for execution in executions { execution.reuseWait.withLock { $0 }?.resolve(()) }
       case .wakeProducer:
@@ -128,80 +171,41 @@ final class JobRunner: Sendable {
     if wakeProducer { wake.signal() }
   }
 
-  private static func outcome(
-    _ decision: Jobs.OutcomeDecision, of execution: Execution
-  ) -> (outcome: JobOutcome, variants: Int)? {
-    switch decision {
-    case .succeeded:
-      guard let result = execution.result.withLock({ $0 }) else { return nil }
-      return (.succeeded(result), result.variants.count)
-    case .failed(let error, let retryAfter): return (.failed(error, retryAfter: retryAfter), 0)
-    case .deferred(let error, let retryAfter): return (.deferred(error, retryAfter: retryAfter), 0)
-    }
-  }
-
   /// The job's work, once it has a slot.
   private func work(_ execution: Execution, refusedBy: JobError?) async {
     let life = JobLife(runner: self, lease: execution.lease)
-    let outcome: Result<JobResult, JobError>
+    let result: Result<JobResult, JobError>
     if let refusedBy {
-      outcome = .failure(refusedBy)
+      result = .failure(refusedBy)
     } else {
-      outcome = await Result { () async throws(JobError) in try await handler.process(execution.job, life) }
+      result = await Result { () async throws(JobError) in try await handler.process(execution.job, life) }
     }
-    let failure: JobError?
-    switch outcome {
-    case .success(let result):
-      execution.result.withLock { $0 = result }
-      failure = nil
-    case .failure(let error):
-      failure = error
-    }
-    var decided = false
-    modify { jobs in
-      let actions = jobs.workEnded(
-        execution.lease, failure: failure, unit: Double.random(in: 0..<1), now: .now)
-      decided = actions.contains {
-        if case .writeOutcome(let work, _) = $0 { work.lease == execution.lease } else { false }
-      }
-      return actions
-    }
-    // The lease went while the job worked (abandoned): its success will never be written, and what it
-    // uploaded is collection's to decide.
-    if !decided, case .success(let result) = outcome {
-      await completer.releaseUnclaimed(result.variants.map(\.storageKey))
-    }
+    await modify { $0.workEnded(execution.lease, result, unit: Double.random(in: 0..<1), now: .now) }
   }
 
-  /// Writes the job's outcome once its work has ended, unless its lease is no longer ours; then lets the
-  /// job go.
+  /// Writes the job's outcome once its work has ended (the write is fenced: a lease lost meanwhile
+  /// makes the database refuse it), then lets the job go.
   private func finish(_ execution: Execution) async {
     let job = execution.job
-    let ended = await execution.ended.value
+    let outcome = await execution.ended.value
     var written: Completer.Written?
-    if let ended, jobs.withLock({ $0.mayWrite(execution.lease) }) {
-      written = await completer.record(job, ended.outcome)
-    } else if case .succeeded(let result)? = ended?.outcome {
-      // The lease went between the work's end and the write: as for an abandoned job, above.
-      await completer.releaseUnclaimed(result.variants.map(\.storageKey))
+    if let outcome { written = await completer.record(job, outcome) }
+    let (stillHeld, actions) = jobs.withLock {
+      ($0.phase(of: execution.lease) == .writingOutcome, $0.released(execution.lease))
     }
-    let release = jobs.withLock { $0.released(execution.lease) }
-    perform(release.actions)
-    if let url = release.prefetched { await handler.forgetPrefetch(url) }
-    let endedIn = release.endedIn
-    guard let ended else { return }  // abandoned: logged where the lease was found lost
-    log(job, ended, written: written, stillHeld: endedIn == .writingOutcome)
+    await perform(actions)
+    guard let outcome else { return }  // abandoned: logged where the lease was found lost
+    log(job, outcome, written: written, stillHeld: stillHeld)
   }
 
   private func log(
-    _ job: LeasedJob, _ ended: (outcome: JobOutcome, variants: Int), written: Completer.Written?,
-    stillHeld: Bool
+    _ job: LeasedJob, _ outcome: JobOutcome<JobResult>, written: Completer.Written?, stillHeld: Bool
   ) {
     let jobLogger = logger.with(["job.id": "\(job.id)", "job.attempt": "\(job.attempt)"])
-    switch (written, ended.outcome) {
+    switch (written, outcome) {
     case (.written?, .succeeded(let result)):
       metrics.job(.succeeded)
-      jobLogger.info("job succeeded", metadata: ["job.variants": "\(ended.variants)"])
+      jobLogger.info("job succeeded", metadata: ["job.variants": "\(result.variants.count)"])
       for warning in result.warnings {
         metrics.warned(code: warning.code)
         jobLogger.warning(
@@ -247,8 +251,10 @@ final class JobRunner: Sendable {
   /// Hands back every job still held (queued again at once, the attempt not counted) and abandons its
   /// work: the end of a graceful stop.
   func handBackAll() async {
-    let leftovers = jobs.withLock { $0.handBackAll(now: .now) }
-    if leftovers.isEmpty { return }
+    await modify { $0.handBackAll(now: .now) }
+  }
+
+  private func handBack(_ leftovers: [Execution]) async {
     let returned = await withTaskGroup(of: Bool.self) { group in
       for leftover in leftovers {
         group.addTask { await self.completer.record(leftover.job, .handedBack) == .written }
@@ -259,7 +265,6 @@ final class JobRunner: Sendable {
     logger.notice(
       "handed back unfinished jobs",
       metadata: ["job.ids": "\(leftovers.map(\.job.id))", "jobs.returned": "\(returned)"])
-    modify { $0.abandonHandedBack() }
   }
 
   /// The leases to extend in the next heartbeat.
@@ -273,7 +278,7 @@ final class JobRunner: Sendable {
   // MARK: - What a job's work tells the runner (through its JobLife, one event each)
 
   func entered(_ phase: JobPhase, _ lease: JobLease) {
-    jobs.withLock { $0.entered(phase, lease, now: .now) }
+    modify { $0.entered(phase, lease, now: .now) }
   }
 
   func steppedAside(_ phase: JobPhase, _ lease: JobLease) {
@@ -281,36 +286,39 @@ final class JobRunner: Sendable {
   }
 
   func storageAnswered(refusal: JobError?) {
-    jobs.withLock { $0.storageAnswered(refusal: refusal, now: .now) }
+    modify { $0.storageAnswered(refusal: refusal, now: .now) }
   }
 
+  /// The job's role in its render group; nil when its lease is no longer held.
   func joinRender(_ lease: JobLease) -> Jobs.RenderRole? {
-    jobs.withLock { $0.joiningRender(lease) }
+    let actions = jobs.withLock { $0.joiningRender(lease) }
+    performAtOnce(actions)
+    for case .renderAs(let execution, let role) in actions where execution.lease == lease { return role }
+    return nil
   }
 
   func renders(_ key: String, _ lease: JobLease) {
-    jobs.withLock { $0.renders(key, lease) }
+    modify { $0.renders(key, lease) }
   }
 
   /// Returns once no other job here renders `key`, or after the patience. True when it waited.
   func awaitOthersRendering(_ key: String, _ lease: JobLease) async -> Bool {
     // Set before the event, so that an end of the wait decided right after it finds the wait.
     let wait = OneShot<Void>()
-    jobs.withLock { $0.work(of: lease) }?.reuseWait.withLock { $0 = wait }
-    let (until, actions) = jobs.withLock { $0.lookingForReuse(key, lease, now: .now) }
-    perform(actions)
-    guard let until else { return false }
-    let timer = Task {
-      try? await Task.sleep(until: until)
-      wait.resolve(())
+    let execution = jobs.withLock { $0.work(of: lease) }
+    execution?.reuseWait.withLock { $0 = wait }
+    let actions = jobs.withLock { $0.lookingForReuse(key, lease, now: .now) }
+    let waits = actions.contains {
+      if case .awaitReuse(let waiting, _) = $0 { waiting.lease == lease } else { false }
     }
+    await perform(actions)
+    guard waits else { return false }
     await withTaskCancellationHandler {
       await wait.value
     } onCancel: {
       wait.resolve(())
     }
-    timer.cancel()
-    jobs.withLock { $0.reuseWaitEnded(lease) }
+    execution?.reuseTimer.withLock { $0 }?.cancel()
     return true
   }
 }
