@@ -16,12 +16,16 @@ CREATE FUNCTION thumbs.add_gc_candidates(storage_keys text[], reason text, since
   SELECT count(*) FROM added;
 $$;
 
+COMMENT ON FUNCTION thumbs.add_gc_candidates(storage_keys text[], reason text, since timestamp with time zone) IS 'Makes storage keys collection candidates (pending, with the reason given), their grace counted from since; a key collected or kept before becomes one again, keeping the time of its last deletion for the completion fence, and a key already pending or marked is left as it is. Every source of candidates goes through it. Returns how many were added.';
+
 CREATE FUNCTION thumbs.append_attempt(log jsonb, entry jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
     AS $$
   SELECT CASE WHEN jsonb_array_length(log) >= 10 THEN (log - 0) || jsonb_build_array(entry)
               ELSE log || jsonb_build_array(entry) END;
 $$;
+
+COMMENT ON FUNCTION thumbs.append_attempt(log jsonb, entry jsonb) IS 'Appends an entry to a job''s attempt log, dropping the oldest beyond the last 10, so that the log stays bounded.';
 
 CREATE FUNCTION thumbs.bump_profile_version() RETURNS trigger
     LANGUAGE plpgsql
@@ -32,6 +36,8 @@ BEGIN
   RETURN NEW;
 END;
 $$;
+
+COMMENT ON FUNCTION thumbs.bump_profile_version() IS 'Trigger function of profiles_version: raises a profile''s version, and sets updated_at, whenever its spec changes, so that thumbnails made with the older spec are known to be stale.';
 
 CREATE FUNCTION thumbs.cancel(job_id bigint) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
@@ -50,6 +56,8 @@ CREATE FUNCTION thumbs.cancel(job_id bigint) RETURNS boolean
     RETURNING id)
   SELECT count(pg_notify('thumbs_events', w.id::text)) > 0 FROM written w;
 $$;
+
+COMMENT ON FUNCTION thumbs.cancel(job_id bigint) IS 'Cancels a queued or running job and writes its cancelled event; false when the job was neither queued nor running. A running job''s worker finds its lease gone at its next heartbeat and discards its work. SECURITY DEFINER, for the backend''s role.';
 
 CREATE FUNCTION thumbs.check_profile(spec jsonb) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -160,6 +168,8 @@ BEGIN
 END;
 $_$;
 
+COMMENT ON FUNCTION thumbs.check_profile(spec jsonb) IS 'What is wrong with a profile spec, in the worker''s own words: at most one problem per variant, every variant''s; empty when the spec is valid. The profiles_checked trigger refuses a spec with problems; call it to check a spec without saving it.';
+
 CREATE FUNCTION thumbs.collect_superseded() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -168,6 +178,8 @@ BEGIN
   RETURN NULL;
 END;
 $$;
+
+COMMENT ON FUNCTION thumbs.collect_superseded() IS 'Trigger function of photo_variants_replaced and photo_variants_dropped: a storage key a current thumbnail lets go of (an edit, a re-render, a variant the profile dropped) becomes a collection candidate, reason superseded. A trigger rather than part of the completion statement, so that it sees the replaced row even when two completions of one photo race.';
 
 CREATE FUNCTION thumbs.enable_webhook(url text) RETURNS boolean
     LANGUAGE sql
@@ -178,6 +190,8 @@ CREATE FUNCTION thumbs.enable_webhook(url text) RETURNS boolean
     RETURNING 1)
   SELECT count(*) > 0 FROM enabled;
 $$;
+
+COMMENT ON FUNCTION thumbs.enable_webhook(url text) IS 'Turns back on an endpoint that answered 410 Gone; returns whether it was off. Deliveries the 410 stopped stay stopped: thumbs.replay_webhooks sends the events from while it was off.';
 
 CREATE FUNCTION thumbs.enqueue(source_url text, profile text DEFAULT 'default'::text, priority integer DEFAULT 0, run_at timestamp with time zone DEFAULT now(), metadata jsonb DEFAULT '{}'::jsonb, external_id text DEFAULT NULL::text, owner text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -256,6 +270,8 @@ BEGIN
 END;
 $$;
 
+COMMENT ON FUNCTION thumbs.enqueue(source_url text, profile text, priority integer, run_at timestamp with time zone, metadata jsonb, external_id text, owner text) IS 'The backend''s way in: queues a job for a source URL and profile and returns its id, or the id of the live job that already stands for the same photo (its external id, else its source''s identity) and profile, a queued one taking the newer URL. Refuses a source that can never be fetched, an empty external_id or owner and an unknown profile (SQLSTATE 22023). SECURITY DEFINER with a pinned search path, so a backend role may call it without being able to write jobs itself.';
+
 CREATE FUNCTION thumbs.events_after(after text DEFAULT NULL::text, max_events integer DEFAULT 100) RETURNS TABLE(cursor text, id bigint, job_id bigint, external_id text, kind text, created_at timestamp with time zone, payload jsonb)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -269,6 +285,8 @@ CREATE FUNCTION thumbs.events_after(after text DEFAULT NULL::text, max_events in
    LIMIT max_events;
 $$;
 
+COMMENT ON FUNCTION thumbs.events_after(after text, max_events integer) IS 'Completion events in commit order after a cursor (NULL: from the oldest kept), at most max_events; pass the last row''s cursor next time. Only events of transactions that ended before every running one began are handed out, so none can commit behind a cursor, and a transaction left open anywhere holds delivery back without losing any. SECURITY DEFINER: the backend''s role reads the events without reading the table.';
+
 CREATE FUNCTION thumbs.expire_workers() RETURNS integer
     LANGUAGE sql
     AS $$
@@ -279,6 +297,8 @@ CREATE FUNCTION thumbs.expire_workers() RETURNS integer
   SELECT count(*)::int FROM gone;
 $$;
 
+COMMENT ON FUNCTION thumbs.expire_workers() IS 'Deletes the registry rows of workers that stopped heartbeating three lease TTLs ago (at least a minute): a worker that was killed or lost never deletes its own. Returns how many.';
+
 CREATE FUNCTION thumbs.fill_event_metadata() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -287,6 +307,8 @@ BEGIN
   RETURN NEW;
 END;
 $$;
+
+COMMENT ON FUNCTION thumbs.fill_event_metadata() IS 'Trigger function of event_log_metadata: an event written without metadata (by thumbs.cancel, or a worker of an older release) gets its job''s.';
 
 CREATE FUNCTION thumbs.forget(job_id bigint) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -306,6 +328,8 @@ BEGIN
 END;
 $$;
 
+COMMENT ON FUNCTION thumbs.forget(job_id bigint) IS 'Forgets the whole photo a job belongs to (its external id, else its source), every profile and every job: see thumbs.forget_photo. False when the job does not exist or is already forgotten. SECURITY DEFINER, for the backend''s role.';
+
 CREATE FUNCTION thumbs.forget_external(external_id text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -317,6 +341,8 @@ BEGIN
   RETURN greatest(thumbs.forget_photo(forget_external.external_id, NULL, NULL), 0);
 END;
 $$;
+
+COMMENT ON FUNCTION thumbs.forget_external(external_id text) IS 'Forgets a photo by the backend''s id, every profile and every job, also once its job history was pruned: see thumbs.forget_photo. Returns the number of profiles whose current thumbnails went plus the live jobs forgotten (0: nothing was left). SECURITY DEFINER, for the backend''s role.';
 
 CREATE FUNCTION thumbs.forget_photo(photo_external_id text, photo_source text, named_job bigint) RETURNS integer
     LANGUAGE plpgsql
@@ -397,6 +423,8 @@ BEGIN
 END;
 $$;
 
+COMMENT ON FUNCTION thumbs.forget_photo(photo_external_id text, photo_source text, named_job bigint) IS 'The work of thumbs.forget and thumbs.forget_external: locks the photo''s jobs in id order (as completions lock them), records one erasure per profile with the keys the photo named and makes them collection candidates, deletes its variant and current rows, and scrubs its jobs (state forgotten), their events and its originals rows. Returns the profiles with current thumbnails plus the live jobs forgotten, or -1 when nothing of the photo was left.';
+
 CREATE FUNCTION thumbs.lease_only_readable_sources() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -409,11 +437,15 @@ BEGIN
 END;
 $$;
 
+COMMENT ON FUNCTION thumbs.lease_only_readable_sources() IS 'Trigger function of lease_only_readable_sources: skips the lease of an s3:// job by a worker whose registry row does not list s3 (a worker of an older release, during a rolling upgrade), so the job stays queued with its attempts untouched for a worker that reads it. A worker not yet registered is let through.';
+
 CREATE FUNCTION thumbs.object_is_named(storage_key text) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
   SELECT EXISTS (SELECT 1 FROM thumbs.photo_variants pv WHERE pv.storage_key = object_is_named.storage_key);
 $$;
+
+COMMENT ON FUNCTION thumbs.object_is_named(storage_key text) IS 'Whether a current thumbnail (thumbs.photo_variants) names the storage key: since migration 0015 the only thing that keeps an object from collection; the job history''s thumbs.variants rows do not.';
 
 CREATE FUNCTION thumbs.prune(older_than interval DEFAULT '7 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer
     LANGUAGE plpgsql
@@ -443,6 +475,8 @@ BEGIN
 END;
 $$;
 
+COMMENT ON FUNCTION thumbs.prune(older_than interval, batch_size integer) IS 'Retention: deletes up to batch_size jobs that ended (succeeded, failed, cancelled or forgotten) before now() - older_than, their variant rows by cascade; the keys they named that no current thumbnail names become collection candidates. Short and SKIP LOCKED, so safe beside running workers; returns how many, and is called until it returns less than batch_size.';
+
 CREATE FUNCTION thumbs.prune_events(older_than interval DEFAULT '30 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer
     LANGUAGE sql
     AS $$
@@ -455,6 +489,8 @@ CREATE FUNCTION thumbs.prune_events(older_than interval DEFAULT '30 days'::inter
     DELETE FROM thumbs.event_log e USING doomed WHERE e.id = doomed.id RETURNING 1)
   SELECT count(*)::int FROM deleted;
 $$;
+
+COMMENT ON FUNCTION thumbs.prune_events(older_than interval, batch_size integer) IS 'Event retention: deletes the events older than older_than among the batch_size oldest ids (ids follow time closely enough), so each call reads one batch and the table needs no index for it; their webhook deliveries go by cascade. Returns how many; call it again while it returns batch_size.';
 
 CREATE FUNCTION thumbs.prune_originals(older_than interval DEFAULT '7 days'::interval, batch_size integer DEFAULT 1000) RETURNS integer
     LANGUAGE sql
@@ -470,6 +506,8 @@ CREATE FUNCTION thumbs.prune_originals(older_than interval DEFAULT '7 days'::int
   SELECT count(*)::int FROM deleted;
 $$;
 
+COMMENT ON FUNCTION thumbs.prune_originals(older_than interval, batch_size integer) IS 'Deletes up to batch_size thumbs.originals rows no worker has confirmed (checked_at) for older_than; workers call it with the same age as thumbs.prune. Returns how many.';
+
 CREATE FUNCTION thumbs.redact_url(url text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -481,6 +519,8 @@ CREATE FUNCTION thumbs.redact_url(url text) RETURNS text
       '([?&](X-Amz-Credential|X-Amz-Signature|X-Amz-Security-Token|AWSAccessKeyId|Signature)=)[^&#[:space:]"'']*',
       '\1****', 'g') END;
 $$;
+
+COMMENT ON FUNCTION thumbs.redact_url(url text) IS 'A URL as thumbd shows it: a userinfo password and a presigned URL''s credential, signature and token masked as ****, the same answers as the worker''s own masking. SQL and not STRICT, so that PostgreSQL can inline it into the statements that write events.';
 
 CREATE FUNCTION thumbs.refuse_invalid_profile() RETURNS trigger
     LANGUAGE plpgsql
@@ -495,6 +535,8 @@ BEGIN
   RETURN NEW;
 END;
 $$;
+
+COMMENT ON FUNCTION thumbs.refuse_invalid_profile() IS 'Trigger function of profiles_checked: refuses (SQLSTATE 23514) a profile whose spec thumbs.check_profile finds problems in, naming them, so that a mistake fails when it is saved rather than in every job of the profile.';
 
 CREATE FUNCTION thumbs.replay_webhooks(since timestamp with time zone, url text DEFAULT NULL::text) RETURNS integer
     LANGUAGE sql
@@ -512,6 +554,8 @@ CREATE FUNCTION thumbs.replay_webhooks(since timestamp with time zone, url text 
     RETURNING 1)
   SELECT count(*)::int FROM replayed;
 $$;
+
+COMMENT ON FUNCTION thumbs.replay_webhooks(since timestamp with time zone, url text) IS 'Queues again, for one endpoint (NULL: every endpoint that is on), every kept event created at or after since: delivered, given-up and stopped deliveries are sent again under the same webhook-id, and deliveries are added for events from before the endpoint existed or from while it was off. Returns how many.';
 
 CREATE FUNCTION thumbs.rerender(profile text, batch_size integer DEFAULT 1000) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -556,6 +600,8 @@ BEGIN
 END;
 $$;
 
+COMMENT ON FUNCTION thumbs.rerender(profile text, batch_size integer) IS 'Queues a re-render job, below every upload''s priority, for up to batch_size photos whose current thumbnails of the profile were made with an older spec; it fetches the URL they were made from, as enqueued, and carries that job''s metadata. Skips photos with a live job of the profile and those whose re-render failed for good under the present spec; call it until it returns 0. SECURITY DEFINER, for the backend''s role.';
+
 CREATE FUNCTION thumbs.retry(job_id bigint) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -575,6 +621,8 @@ EXCEPTION WHEN unique_violation THEN
 END;
 $$;
 
+COMMENT ON FUNCTION thumbs.retry(job_id bigint) IS 'Puts a failed or cancelled job back in the queue, due now, with its attempts reset and its error cleared (the attempt log is kept). False for any other state, or when the unique indexes refuse it: the photo already has a queued job of the profile (without an external id, a queued or running one). SECURITY DEFINER, for the backend''s role.';
+
 CREATE FUNCTION thumbs.scrub_forgotten_events() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -584,6 +632,8 @@ BEGIN
 END;
 $$;
 
+COMMENT ON FUNCTION thumbs.scrub_forgotten_events() IS 'Trigger function of jobs_forgotten_events: when a job is forgotten, its earlier events lose their metadata along with what thumbs.forget_photo scrubs.';
+
 CREATE FUNCTION thumbs.set_source_key() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -592,6 +642,8 @@ BEGIN
   RETURN NEW;
 END;
 $$;
+
+COMMENT ON FUNCTION thumbs.set_source_key() IS 'Trigger function of jobs_source_key: sets thumbs.jobs.source_key to thumbs.source_identity(source_url) when a job is inserted or its source_url changes, and only then.';
 
 CREATE FUNCTION thumbs.source_identity(url text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
@@ -615,6 +667,8 @@ BEGIN
     || CASE WHEN hash > 0 THEN substr(url, hash) ELSE '' END;
 END;
 $$;
+
+COMMENT ON FUNCTION thumbs.source_identity(url text) IS 'A source URL''s identity: the URL without a presigned URL''s signing parameters (SigV4''s X-Amz-*, SigV2''s AWSAccessKeyId, Signature and Expires), every other part kept. What unique enqueue, shared downloads, photos and forgetting compare, so that two signings of one object are one source; the worker''s own rule gives the same answers. PL/pgSQL, which keeps its plans for the session.';
 
 CREATE FUNCTION thumbs.source_problem(url text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -667,6 +721,8 @@ BEGIN
 END;
 $_$;
 
+COMMENT ON FUNCTION thumbs.source_problem(url text) IS 'Why a source URL can never be fetched (not an absolute URL, a scheme thumbd does not read, no host, a bad port, an s3:// URL without a key, a space or control character in an http(s) URL), or NULL; thumbs.enqueue refuses such a source. The worker''s own check gives the same answers; what only a fetch can tell (a private address, a redirect) stays the worker''s.';
+
 CREATE FUNCTION thumbs.spec_integer(value jsonb) RETURNS numeric
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -674,6 +730,8 @@ CREATE FUNCTION thumbs.spec_integer(value jsonb) RETURNS numeric
                    AND abs(value::text::numeric) < 1e9
               THEN value::text::numeric END;
 $$;
+
+COMMENT ON FUNCTION thumbs.spec_integer(value jsonb) IS 'A JSON number that is whole (82, 82.0 and 8.2e1 alike), as numeric, else NULL: how thumbs.check_profile reads integer settings, as the worker does.';
 
 CREATE FUNCTION thumbs.take_turn() RETURNS trigger
     LANGUAGE plpgsql
@@ -708,6 +766,8 @@ BEGIN
 END;
 $$;
 
+COMMENT ON FUNCTION thumbs.take_turn() IS 'Trigger function of jobs_take_turn_insert and jobs_take_turn_update: gives a queued, due job its turn (see thumbs.jobs.turn), none while its run_at is ahead, and keeps a queued job''s turn while its priority and owner stay. Its planner settings allow index scans only: its plans are kept for the session, perhaps made while the table was nearly empty.';
+
 CREATE TABLE thumbs.photo_variants (
     photo_id bigint NOT NULL,
     name text NOT NULL,
@@ -717,6 +777,10 @@ CREATE TABLE thumbs.photo_variants (
     bytes bigint NOT NULL,
     storage_key text NOT NULL
 );
+
+COMMENT ON TABLE thumbs.photo_variants IS 'The current thumbnails of each thumbs.photos row, copied from the variant rows of the job it names: what thumbs.current_variants shows and render reuse offers. The only rows that keep a storage object from collection: triggers make a key these rows let go of a collection candidate.';
+
+COMMENT ON COLUMN thumbs.photo_variants.storage_key IS 'The object''s key under the storage root. While any row here names it, collection keeps the object; a key a row lets go of becomes a collection candidate.';
 
 CREATE TABLE thumbs.photos (
     id bigint NOT NULL,
@@ -731,6 +795,18 @@ CREATE TABLE thumbs.photos (
     last_source_url text,
     metadata jsonb
 );
+
+COMMENT ON TABLE thumbs.photos IS 'A photo''s current thumbnails per profile, apart from the job history: one row per photo (its external id, else its source''s identity) and profile, naming the newest succeeded job. Written with a job''s success, and only by a newer job than the one it names; retention never touches it.';
+
+COMMENT ON COLUMN thumbs.photos.external_id IS 'The backend''s photo id; NULL for a photo known only by its source (source_url).';
+
+COMMENT ON COLUMN thumbs.photos.source_url IS 'The identity of the source the current thumbnails were rendered from (thumbs.source_identity of the job''s URL, as in thumbs.jobs.source_key), not a URL to fetch: a presigned URL appears here without its signature. Without an external id it is, with the profile, what identifies the photo; last_source_url holds the URL as enqueued.';
+
+COMMENT ON COLUMN thumbs.photos.job_id IS 'The job whose thumbnails are current (made, or taken by render key). No foreign key: retention may have pruned that job.';
+
+COMMENT ON COLUMN thumbs.photos.render_key IS 'The render key of the current thumbnails: a job whose original bytes and profile spec give the same key takes these thumbnails instead of rendering.';
+
+COMMENT ON COLUMN thumbs.photos.spec_version IS 'The profile version the current thumbnails were made with, as their job leased it: older than thumbs.profiles.version means stale, for thumbs.rerender.';
 
 COMMENT ON COLUMN thumbs.photos.last_source_url IS 'The URL the current thumbnails were rendered from, as enqueued (a presigned URL with its signature): what thumbs.rerender fetches';
 
@@ -752,12 +828,18 @@ CREATE VIEW thumbs.current_variants AS
    FROM (thumbs.photos p
      JOIN thumbs.photo_variants v ON ((v.photo_id = p.id)));
 
+COMMENT ON VIEW thumbs.current_variants IS 'The backend''s read path: each photo''s current thumbnails, one row per variant, by external id (or, without one, by source_url, the source''s identity) and profile. Retention never removes them; a newer successful job of the photo replaces them, and a failed one leaves them as they were.';
+
 CREATE TABLE thumbs.erasure_keys (
     erasure_id bigint NOT NULL,
     storage_key text NOT NULL,
     outcome text,
     CONSTRAINT erasure_keys_outcome_check CHECK ((outcome = ANY (ARRAY['deleted'::text, 'kept'::text])))
 );
+
+COMMENT ON TABLE thumbs.erasure_keys IS 'The storage keys an erasure waits on, each deleted or kept once collection decides; the forgotten event lists the deleted ones.';
+
+COMMENT ON COLUMN thumbs.erasure_keys.outcome IS 'deleted, or kept (something live named it); NULL until collection decides.';
 
 CREATE TABLE thumbs.erasures (
     id bigint NOT NULL,
@@ -766,6 +848,10 @@ CREATE TABLE thumbs.erasures (
     profile text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL
 );
+
+COMMENT ON TABLE thumbs.erasures IS 'One row per profile of a forgotten photo, until collection has decided every key it named (deleted or kept): then its forgotten event is written and the row goes.';
+
+COMMENT ON COLUMN thumbs.erasures.job_id IS 'The job the forgotten event names: the one thumbs.forget was given, else the profile''s newest. No foreign key: the job may be pruned.';
 
 ALTER TABLE thumbs.erasures ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME thumbs.erasures_id_seq
@@ -798,6 +884,22 @@ CREATE TABLE thumbs.event_log (
     CONSTRAINT event_log_kind_check CHECK ((kind = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text])))
 );
 
+COMMENT ON TABLE thumbs.event_log IS 'Completion events as written: one row per job that ended (succeeded, failed for good, cancelled) and per finished erasure (forgotten), inserted in the same statement as the outcome, so that an event exists exactly when its outcome does. Lean on purpose: thumbs.events builds the JSON payload when it is read. Kept for a retention of its own, apart from the jobs.';
+
+COMMENT ON COLUMN thumbs.event_log.id IS 'From a sequence, so not in commit order: a transaction that took an id may commit after one that took a higher id. Read events in (txid, id) order, through thumbs.events_after.';
+
+COMMENT ON COLUMN thumbs.event_log.job_id IS 'The job, or for a forgotten event the job thumbs.forget named (else the profile''s newest). No foreign key: the job''s row may be pruned while its events are kept.';
+
+COMMENT ON COLUMN thumbs.event_log.txid IS 'The writing transaction''s id: thumbs.events_after hands events out in (txid, id) order and only below the snapshot''s xmin, so that none can commit behind a reader''s cursor.';
+
+COMMENT ON COLUMN thumbs.event_log.source_url IS 'The job''s URL masked by thumbs.redact_url (no password, no presigned secret): the secret never reaches this table. NULL once the job is forgotten, and in a forgotten event.';
+
+COMMENT ON COLUMN thumbs.event_log.variants IS 'A success''s thumbnails, one object each (name, width, height, format, bytes, storage_key, and url when the workers have a public URL base); NULL for other kinds.';
+
+COMMENT ON COLUMN thumbs.event_log.storage_keys IS 'A forgotten event''s deleted keys; keys that another photo still named were kept and are not listed.';
+
+COMMENT ON COLUMN thumbs.event_log.metadata IS 'The job''s metadata. The writer gives it, or the event_log_metadata trigger copies it from the job; emptied when the job is forgotten.';
+
 ALTER TABLE thumbs.event_log ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME thumbs.event_log_id_seq
     START WITH 1
@@ -819,6 +921,8 @@ CREATE VIEW thumbs.events AS
             ELSE '{}'::jsonb
         END) AS payload
    FROM thumbs.event_log e;
+
+COMMENT ON VIEW thumbs.events IS 'Completion events with the JSON payload that a backend and a webhook''s data carry, built when read from thumbs.event_log. Read them in commit order through thumbs.events_after, not by id.';
 
 CREATE TABLE thumbs.jobs (
     id bigint NOT NULL,
@@ -857,6 +961,38 @@ CREATE TABLE thumbs.jobs (
 )
 WITH (fillfactor='80', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_threshold='200', autovacuum_vacuum_insert_scale_factor='0.05', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
 
+COMMENT ON TABLE thumbs.jobs IS 'The queue and its history: one row per job (a source and a profile), from thumbs.enqueue through its leases and attempts to its final state; retention deletes finished rows. Every row is rewritten several times (lease, heartbeats, outcome), hence the table''s fillfactor and eager autovacuum settings.';
+
+COMMENT ON COLUMN thumbs.jobs.source_url IS 'The URL to fetch, as enqueued: a presigned URL with its signature, or s3://BUCKET/KEY. A queued job takes the newer URL when the same photo or source is enqueued again; NULL once the job is forgotten.';
+
+COMMENT ON COLUMN thumbs.jobs.state IS 'queued (waiting or due), running (leased), or final: succeeded, failed (for good), cancelled, or forgotten (scrubbed by thumbs.forget). An attempt that will be retried sends the job back to queued with a later run_at.';
+
+COMMENT ON COLUMN thumbs.jobs.priority IS 'Higher goes first; owners take turns only among jobs of equal priority. Re-render jobs are queued far below the default, so that uploads go first.';
+
+COMMENT ON COLUMN thumbs.jobs.attempts IS 'Attempts used, counted at lease, so that an original that crashes every worker that takes it still runs out of attempts. A hand-back at a clean stop, a failure caused by the worker''s own configuration and a completion refused by collection give theirs back; thumbs.retry resets it.';
+
+COMMENT ON COLUMN thumbs.jobs.run_at IS 'When the job is due: its enqueue, a scheduled time or the end of a retry''s backoff. A queued job whose run_at is ahead has no turn until it comes.';
+
+COMMENT ON COLUMN thumbs.jobs.error_code IS 'The last failed attempt''s code, from a stable set (the README''s error codes). A queued job waiting out a backoff keeps it; success clears it.';
+
+COMMENT ON COLUMN thumbs.jobs.last_error IS 'The last failed attempt''s message, with any password or presigned secret in a URL masked.';
+
+COMMENT ON COLUMN thumbs.jobs.metadata IS 'The backend''s JSON, stored as given: every event of the job carries it, and a re-render job carries that of the job that made the photo''s thumbnails. Emptied when the job is forgotten.';
+
+COMMENT ON COLUMN thumbs.jobs.started_at IS 'When the present or last attempt was leased (NULL after a hand-back or thumbs.retry). Collection compares it with its fence and with an object''s deletion to tell which completions might have missed them.';
+
+COMMENT ON COLUMN thumbs.jobs.finished_at IS 'When the job reached its final state: what retention and the throughput view go by.';
+
+COMMENT ON COLUMN thumbs.jobs.lease_token IS 'The present lease: a fresh random token at every lease, NULL when the job is not running. Every write a worker makes for the job is fenced on it (and on state running), so a worker whose lease expired and was taken, or whose job was cancelled, writes nothing.';
+
+COMMENT ON COLUMN thumbs.jobs.lease_expires_at IS 'When the lease runs out unless a heartbeat extends it; after that any worker''s rescue requeues the job (or fails it, out of attempts). Heartbeats change only this column, which no index covers, so that they are HOT updates.';
+
+COMMENT ON COLUMN thumbs.jobs.leased_by IS 'The worker (thumbs.workers.id) of the present or last lease; kept after the job ends.';
+
+COMMENT ON COLUMN thumbs.jobs.attempt_log IS 'The attempts that ended without success, oldest first, bounded by thumbs.append_attempt: one object each with attempt, worker, started_at, ended_at, outcome (retry, failed, lease_expired, handed_back or deferred), error_code and error. On the row rather than in a table of its own, so a job costs no extra insert; thumbs.job_attempts shows it as rows.';
+
+COMMENT ON COLUMN thumbs.jobs.shares_source IS 'Set by thumbs.enqueue on the queued jobs of a source that more than one live job names (the same photo under several profiles). The lease looks for a picked job''s siblings only when it is set, so they come along and the original is downloaded once; never cleared, and never set on jobs inserted without thumbs.enqueue.';
+
 COMMENT ON COLUMN thumbs.jobs.thumbhash IS 'ThumbHash of the original (base64), set when the job succeeds: a placeholder image for apps';
 
 COMMENT ON COLUMN thumbs.jobs.render_key IS 'SHA-256 of (original bytes'' SHA-256, profile spec, storage, renderer version), set when the job succeeds';
@@ -865,9 +1001,17 @@ COMMENT ON COLUMN thumbs.jobs.reused_from IS 'The succeeded job whose variants t
 
 COMMENT ON COLUMN thumbs.jobs.stage_ms IS 'Milliseconds per stage of the attempt that succeeded (fetch, decode, resize, encode, store), set when the job succeeds';
 
+COMMENT ON COLUMN thumbs.jobs.source_key IS 'The source''s identity, thumbs.source_identity(source_url): what unique enqueue, shared downloads and forgetting compare, so that two signings of one presigned URL are one source. Kept by the jobs_source_key trigger on insert and whenever source_url changes rather than generated: PostgreSQL would compute a generated column again at every lease, heartbeat and outcome.';
+
+COMMENT ON COLUMN thumbs.jobs.external_id IS 'The backend''s own id for the photo (thumbs.enqueue''s external_id). With one, it and the profile decide what a job stands for, whatever its URL; without one, the source''s identity does.';
+
 COMMENT ON COLUMN thumbs.jobs.rerender IS 'Queued by thumbs.rerender: the photo had thumbnails made with an older spec of its profile';
 
 COMMENT ON COLUMN thumbs.jobs.spec_version IS 'Re-render jobs: the version of the profile they were queued for';
+
+COMMENT ON COLUMN thumbs.jobs.warnings IS 'What a succeeded job has to say about its original, as a list of {"code", "message"} objects (such as truncated_image); empty when there is nothing to say.';
+
+COMMENT ON COLUMN thumbs.jobs.media IS 'For a video original, what it was: {"kind": "video", "duration_seconds", "width", "height", "codec", "container", "bit_depth", "dynamic_range"}; NULL for a photo.';
 
 COMMENT ON COLUMN thumbs.jobs.owner IS 'The user or tenant the job is for (thumbs.enqueue''s owner): among due jobs of equal priority, owners are served in turn; NULL: one owner of its own';
 
@@ -887,6 +1031,8 @@ CREATE VIEW thumbs.failed_jobs AS
   WHERE (jobs.state = 'failed'::text)
   ORDER BY jobs.finished_at DESC;
 
+COMMENT ON VIEW thumbs.failed_jobs IS 'Jobs that failed for good, newest first, with their error; cancelled jobs are not in it.';
+
 CREATE TABLE thumbs.gc_objects (
     storage_key text NOT NULL,
     state text,
@@ -901,6 +1047,20 @@ CREATE TABLE thumbs.gc_objects (
     CONSTRAINT gc_objects_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'deleting'::text])))
 );
 
+COMMENT ON TABLE thumbs.gc_objects IS 'Collection of storage objects, a two-phase delete: candidates waiting out the grace (pending), objects marked for deletion (deleting) and fenced against completions that might still name them, and each key''s last deletion, kept while a job leased before it could still complete. Objects are content-addressed and shared, so one goes only once no current thumbnail names it.';
+
+COMMENT ON COLUMN thumbs.gc_objects.state IS 'pending: a candidate waiting out the grace; deleting: marked, and a completion that names it is refused; NULL: not a candidate (kept, or deleted: see deleted_at). Rows in neither state are pruned once no fence needs them.';
+
+COMMENT ON COLUMN thumbs.gc_objects.reason IS 'Why it became a candidate: forgotten, pruned, superseded (a current thumbnail replaced or dropped), unclaimed (uploaded by an attempt whose success was not recorded) or orphan (found in storage, named by nothing).';
+
+COMMENT ON COLUMN thumbs.gc_objects.queued_at IS 'When it became a candidate: the grace counts from here (an orphan''s is set back by the grace, so it is due at once).';
+
+COMMENT ON COLUMN thumbs.gc_objects.fenced_at IS 'Stamped in a later transaction than the mark: every job leased after it sees the mark when it completes, and deletion waits until every running job was leased after it.';
+
+COMMENT ON COLUMN thumbs.gc_objects.claim_expires_at IS 'The end of the present claim (claimed_by''s), after which another collector may take the object over; after a failed delete, when it may be tried again.';
+
+COMMENT ON COLUMN thumbs.gc_objects.deleted_at IS 'The last deletion from storage. A completion of a job leased before it is refused too: its check that the object existed may have come just before the delete.';
+
 CREATE VIEW thumbs.gc_overview AS
  SELECT count(*) FILTER (WHERE (g.state = 'pending'::text)) AS pending,
     count(*) FILTER (WHERE (g.state = 'deleting'::text)) AS deleting,
@@ -910,6 +1070,8 @@ CREATE VIEW thumbs.gc_overview AS
            FROM thumbs.erasures) AS erasures_open
    FROM thumbs.gc_objects g
   WHERE (g.state IS NOT NULL);
+
+COMMENT ON VIEW thumbs.gc_overview IS 'What collection has to do: candidates pending, objects being deleted (and those whose delete failed), the oldest of them, and the erasures whose forgotten event is not written yet.';
 
 CREATE VIEW thumbs.job_attempts AS
  SELECT j.id AS job_id,
@@ -924,6 +1086,8 @@ CREATE VIEW thumbs.job_attempts AS
    FROM thumbs.jobs j,
     LATERAL jsonb_to_recordset(j.attempt_log) a(attempt integer, worker text, started_at timestamp with time zone, ended_at timestamp with time zone, outcome text, error_code text, error text)
   ORDER BY j.id, a.ended_at;
+
+COMMENT ON VIEW thumbs.job_attempts IS 'The jobs'' attempt logs as rows: one per attempt that ended without success. The attempt that succeeded is the job row itself (leased_by, started_at, finished_at).';
 
 ALTER TABLE thumbs.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME thumbs.jobs_id_seq
@@ -952,6 +1116,26 @@ CREATE TABLE thumbs.originals (
     fetched_by text
 );
 
+COMMENT ON TABLE thumbs.originals IS 'What the origin served for each source, as of the last time a worker asked: one row per source identity, written once per download or revalidation rather than once per job. For operators (sizes, duplicates, changed originals) and for the validators (ETag, Last-Modified) that a worker''s conditional request sends.';
+
+COMMENT ON COLUMN thumbs.originals.url IS 'The source''s identity as thumbd compares it (thumbs.source_identity), with a URL''s password masked: never a presigned signature, so a source re-signed many times has one row.';
+
+COMMENT ON COLUMN thumbs.originals.sha256 IS 'SHA-256 of the original''s bytes (hex): the same bytes under two URLs have the same value, and render keys are built from it.';
+
+COMMENT ON COLUMN thumbs.originals.format IS 'The format read from the file''s header; NULL, like width and height, when thumbd cannot size the format without decoding it.';
+
+COMMENT ON COLUMN thumbs.originals.width IS 'Pixel width stored in the file, before EXIF orientation is applied.';
+
+COMMENT ON COLUMN thumbs.originals.height IS 'Pixel height stored in the file, before EXIF orientation is applied.';
+
+COMMENT ON COLUMN thumbs.originals.fetched_at IS 'The last full download.';
+
+COMMENT ON COLUMN thumbs.originals.checked_at IS 'The last time the origin confirmed the copy, by a download or a 304: what thumbs.prune_originals goes by.';
+
+COMMENT ON COLUMN thumbs.originals.downloads IS 'Full downloads of the source by any worker: one for several profiles enqueued together.';
+
+COMMENT ON COLUMN thumbs.originals.revalidations IS 'Conditional requests the origin answered with 304 Not Modified: a cached copy confirmed without downloading it again.';
+
 CREATE VIEW thumbs.owner_overview AS
  SELECT j.owner,
     count(*) FILTER (WHERE (j.state = 'queued'::text)) AS queued,
@@ -962,6 +1146,8 @@ CREATE VIEW thumbs.owner_overview AS
   WHERE (j.state = ANY (ARRAY['queued'::text, 'running'::text]))
   GROUP BY j.owner
   ORDER BY (count(*) FILTER (WHERE (j.state = 'queued'::text))) DESC, (count(*) FILTER (WHERE (j.state = 'running'::text))) DESC, j.owner NULLS FIRST;
+
+COMMENT ON VIEW thumbs.owner_overview IS 'Owners with live jobs, the largest backlog first: who is holding the queue. The NULL owner is the jobs without one, served together as one owner. It counts every live job: on a large queue, ask it now and then.';
 
 ALTER TABLE thumbs.photos ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME thumbs.photos_id_seq
@@ -979,6 +1165,12 @@ CREATE TABLE thumbs.profiles (
     version bigint DEFAULT 1 NOT NULL
 );
 
+COMMENT ON TABLE thumbs.profiles IS 'Named thumbnail specs: the variants a job of the profile makes, and the profile''s poster and animation settings. A spec is checked when it is written and versioned whenever it changes; workers read it at every lease, so a change applies to jobs leased afterwards.';
+
+COMMENT ON COLUMN thumbs.profiles.spec IS '{"variants": [...]} with optional "poster" and "animation" settings. The profiles_checked trigger refuses a spec with problems (thumbs.check_profile), in the worker''s own words.';
+
+COMMENT ON COLUMN thumbs.profiles.version IS 'Raised by the profiles_version trigger whenever the spec changes (updated_at with it). Leases send it with the spec, and thumbnails made with an older version are stale (thumbs.rerender).';
+
 CREATE VIEW thumbs.queue_overview AS
  SELECT s.state,
     count(j.id) AS jobs,
@@ -987,6 +1179,8 @@ CREATE VIEW thumbs.queue_overview AS
      LEFT JOIN thumbs.jobs j ON ((j.state = s.state)))
   GROUP BY s.state, s.ord
   ORDER BY s.ord;
+
+COMMENT ON VIEW thumbs.queue_overview IS 'One row per job state, empty states included, with the age of its oldest job counted from when it was enqueued (not how long it has waited or run).';
 
 CREATE TABLE thumbs.queue_sample (
     one boolean DEFAULT true NOT NULL,
@@ -998,6 +1192,16 @@ CREATE TABLE thumbs.queue_sample (
     gc_backlog bigint NOT NULL,
     CONSTRAINT queue_sample_one_check CHECK (one)
 );
+
+COMMENT ON TABLE thumbs.queue_sample IS 'One row: the fleet''s shared count of the live queue, for the workers'' gauges and readiness. A worker whose sample is older than its interval counts again (one at a time, SKIP LOCKED) and the others read this row, so the cost of counting does not grow with the number of workers.';
+
+COMMENT ON COLUMN thumbs.queue_sample.one IS 'Always true, the primary key: it keeps the table at one row.';
+
+COMMENT ON COLUMN thumbs.queue_sample.ready IS 'Queued jobs that were due (run_at passed) when the sample was taken.';
+
+COMMENT ON COLUMN thumbs.queue_sample.oldest_ready_seconds IS 'How long the oldest due job had waited when the sample was taken; a reader adds the sample''s age while any job is due.';
+
+COMMENT ON COLUMN thumbs.queue_sample.gc_backlog IS 'Storage objects collection still has to decide on or delete (pending or deleting).';
 
 CREATE VIEW thumbs.rerender_overview AS
  SELECT p.name AS profile,
@@ -1024,11 +1228,15 @@ CREATE VIEW thumbs.rerender_overview AS
    FROM thumbs.profiles p
   ORDER BY p.name;
 
+COMMENT ON VIEW thumbs.rerender_overview IS 'Per profile: its photos, how many have thumbnails of an older spec (stale), and its re-render jobs queued, running and succeeded; failed counts the stale photos whose re-render failed for good under the present spec.';
+
 CREATE TABLE thumbs.schema_migrations (
     version text NOT NULL,
     name text NOT NULL,
     applied_at timestamp with time zone DEFAULT now() NOT NULL
 );
+
+COMMENT ON TABLE thumbs.schema_migrations IS 'One row per migrations/NNNN_name.sql applied, written in the migration''s own transaction. Created by thumbd migrate itself before the first migration; a worker waits, not ready, until the newest version here is one its statements can run on.';
 
 CREATE TABLE thumbs.workers (
     id text NOT NULL,
@@ -1050,6 +1258,26 @@ CREATE TABLE thumbs.workers (
     CONSTRAINT workers_state_check CHECK ((state = ANY (ARRAY['running'::text, 'stopping'::text])))
 );
 
+COMMENT ON TABLE thumbs.workers IS 'The worker registry: one row per worker process, written at start, refreshed every housekeeping round (an upsert, so a worker that was frozen comes back) and deleted at a clean exit; thumbs.expire_workers removes the rows of workers that vanished. The s3:// lease guard and collection read what each worker can do from it.';
+
+COMMENT ON COLUMN thumbs.workers.id IS 'host:pid:random, as the worker''s log and thumbs.jobs.leased_by name it.';
+
+COMMENT ON COLUMN thumbs.workers.memory_budget IS 'Bytes of the worker''s memory budget, which its decodes and downloads are admitted against.';
+
+COMMENT ON COLUMN thumbs.workers.lease_ttl IS 'The worker''s lease TTL: it heartbeats every third of it, counts as stale after one without a heartbeat, and its row expires after three (at least a minute).';
+
+COMMENT ON COLUMN thumbs.workers.state IS 'running, or stopping: a stop was requested and the worker is finishing its jobs (or handing them back) before it deletes its row.';
+
+COMMENT ON COLUMN thumbs.workers.jobs_succeeded IS 'Counted since the process started and refreshed every housekeeping round, like jobs_failed, jobs_retried and leases_lost.';
+
+COMMENT ON COLUMN thumbs.workers.jobs_retried IS 'Attempts that ended in a backoff, since the process started.';
+
+COMMENT ON COLUMN thumbs.workers.leases_lost IS 'Jobs whose lease the worker lost (expired and taken by a rescue, or cancelled), since the process started: a count that keeps rising means the worker stalls for longer than its lease TTL.';
+
+COMMENT ON COLUMN thumbs.workers.source_schemes IS 'The schemes of source URLs the worker reads. A worker of a release that does not say registers the default, http and https, and the lease_only_readable_sources trigger keeps s3:// jobs from it during a rolling upgrade.';
+
+COMMENT ON COLUMN thumbs.workers.fences_collection IS 'True for a worker whose completion statement refuses to record a job that names an object being deleted. Collection deletes nothing while a row says false: a worker of an older release, which would record it.';
+
 CREATE VIEW thumbs.stuck_jobs AS
  SELECT j.id,
     j.source_url,
@@ -1065,6 +1293,8 @@ CREATE VIEW thumbs.stuck_jobs AS
    FROM thumbs.jobs j
   WHERE ((j.state = 'running'::text) AND (j.lease_expires_at < now()))
   ORDER BY j.lease_expires_at;
+
+COMMENT ON VIEW thumbs.stuck_jobs IS 'Running jobs whose lease has expired: their worker died or froze. Every running worker''s rescue returns them to the queue; rows that stay here for longer than a lease TTL mean no worker is running.';
 
 CREATE VIEW thumbs.throughput AS
  WITH minutes AS (
@@ -1086,6 +1316,8 @@ CREATE VIEW thumbs.throughput AS
   GROUP BY m.minute
   ORDER BY m.minute;
 
+COMMENT ON VIEW thumbs.throughput IS 'Jobs finished per minute over the last hour, empty minutes included, with the median run time of the successes (their last attempt only). Each job counts once, by its present state and finish time, and only while retention keeps it.';
+
 CREATE TABLE thumbs.variants (
     job_id bigint NOT NULL,
     name text NOT NULL,
@@ -1096,6 +1328,10 @@ CREATE TABLE thumbs.variants (
     storage_key text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL
 );
+
+COMMENT ON TABLE thumbs.variants IS 'The job history''s thumbnails: one row per variant a succeeded job made (or took by render key), deleted with its job by retention. These rows do not keep objects from collection: one whose storage_key no current thumbnail names may point to an object that has been deleted, so read thumbs.current_variants for what exists.';
+
+COMMENT ON COLUMN thumbs.variants.storage_key IS 'The object''s key under the storage root: a hash of the thumbnail''s content, so identical outputs share one object.';
 
 CREATE TABLE thumbs.webhook_deliveries (
     id bigint NOT NULL,
@@ -1112,6 +1348,18 @@ CREATE TABLE thumbs.webhook_deliveries (
     delivered_at timestamp with time zone,
     CONSTRAINT webhook_deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'given_up'::text, 'stopped'::text])))
 );
+
+COMMENT ON TABLE thumbs.webhook_deliveries IS 'One row per endpoint and event to deliver. Any worker claims due rows with SKIP LOCKED, and a claim pushes next_attempt_at a lease ahead, so a delivery whose worker died mid-POST becomes due again: at least once, never lost. Rows go with their event when event retention deletes it.';
+
+COMMENT ON COLUMN thumbs.webhook_deliveries.state IS 'pending (due at next_attempt_at), delivered (a 2xx answer), given_up (failed for long enough), or stopped (the endpoint answered 410 Gone).';
+
+COMMENT ON COLUMN thumbs.webhook_deliveries.next_attempt_at IS 'When the delivery is due. A claim pushes it a lease ahead, so a delivery whose worker died is due again once that passes.';
+
+COMMENT ON COLUMN thumbs.webhook_deliveries.first_attempt_at IS 'The first try: how long retries go on is counted from it.';
+
+COMMENT ON COLUMN thumbs.webhook_deliveries.lease_token IS 'The claim of the attempt in flight: only its holder may write the attempt''s answer.';
+
+COMMENT ON COLUMN thumbs.webhook_deliveries.last_status IS 'The HTTP status of the last answer; NULL when none came.';
 
 ALTER TABLE thumbs.webhook_deliveries ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME thumbs.webhook_deliveries_id_seq
@@ -1130,6 +1378,12 @@ CREATE TABLE thumbs.webhook_endpoints (
     disabled_reason text
 );
 
+COMMENT ON TABLE thumbs.webhook_endpoints IS 'The webhook URLs the workers deliver events to, each with a cursor over the events in commit order. A worker that holds an endpoint''s row lock moves its cursor and queues one delivery per event; an endpoint that answered 410 Gone is off until thumbs.enable_webhook.';
+
+COMMENT ON COLUMN thumbs.webhook_endpoints.cursor IS 'The last event (txid/id, as thumbs.events_after''s cursor) whose delivery was queued; events after it are queued next. A new endpoint starts at the newest event: what happened before it existed is sent only by thumbs.replay_webhooks.';
+
+COMMENT ON COLUMN thumbs.webhook_endpoints.disabled_at IS 'Set when the endpoint answered 410 Gone: nothing is sent to it (its cursor still moves, queueing nothing) until thumbs.enable_webhook.';
+
 CREATE VIEW thumbs.webhook_overview AS
  SELECT w.url,
     w.registered_at,
@@ -1145,6 +1399,8 @@ CREATE VIEW thumbs.webhook_overview AS
    FROM (thumbs.webhook_endpoints w
      LEFT JOIN thumbs.webhook_deliveries d ON ((d.endpoint = w.url)))
   GROUP BY w.url, w.registered_at, w.disabled_at, w.disabled_reason;
+
+COMMENT ON VIEW thumbs.webhook_overview IS 'Per webhook endpoint: whether it is off (and why), and its deliveries by state: pending, due, retrying, delivered, given up, stopped.';
 
 CREATE VIEW thumbs.worker_overview AS
  SELECT w.id,
@@ -1166,6 +1422,8 @@ CREATE VIEW thumbs.worker_overview AS
     (w.last_heartbeat_at < (now() - w.lease_ttl)) AS stale
    FROM thumbs.workers w
   ORDER BY w.started_at;
+
+COMMENT ON VIEW thumbs.worker_overview IS 'The registered workers: how many jobs each holds now and its counters since it started. stale: no heartbeat for a whole lease TTL, so the worker is dead or frozen.';
 
 ALTER TABLE ONLY thumbs.erasure_keys
     ADD CONSTRAINT erasure_keys_pkey PRIMARY KEY (erasure_id, storage_key);
@@ -1217,53 +1475,103 @@ ALTER TABLE ONLY thumbs.workers
 
 CREATE INDEX erasure_keys_undecided_idx ON thumbs.erasure_keys USING btree (storage_key) WHERE (outcome IS NULL);
 
+COMMENT ON INDEX thumbs.erasure_keys_undecided_idx IS 'Undecided keys by storage key: when collection deletes or keeps an object, the erasures waiting on it are found here.';
+
 CREATE INDEX event_log_commit_order_idx ON thumbs.event_log USING btree (txid, id);
+
+COMMENT ON INDEX thumbs.event_log_commit_order_idx IS 'Events in commit order, (txid, id): what thumbs.events_after, webhook dispatch and a new endpoint''s starting cursor read.';
 
 CREATE INDEX event_log_job_idx ON thumbs.event_log USING btree (job_id);
 
+COMMENT ON INDEX thumbs.event_log_job_idx IS 'A job''s events, found when the job is forgotten to scrub them.';
+
 CREATE INDEX gc_objects_backlog_idx ON thumbs.gc_objects USING btree (state, queued_at) WHERE (state IS NOT NULL);
+
+COMMENT ON INDEX thumbs.gc_objects_backlog_idx IS 'Candidates and marked objects by state and age, for collection''s passes and the backlog counts; partial, so the rows kept only for the completion fence cost nothing.';
 
 CREATE INDEX gc_objects_idle_idx ON thumbs.gc_objects USING btree (deleted_at) WHERE (state IS NULL);
 
+COMMENT ON INDEX thumbs.gc_objects_idle_idx IS 'Rows that are no longer candidates, by deletion time: pruned once no job leased before their deletion is still running.';
+
 CREATE INDEX jobs_deferred_idx ON thumbs.jobs USING btree (run_at) WHERE ((state = 'queued'::text) AND (turn IS NULL));
+
+COMMENT ON INDEX thumbs.jobs_deferred_idx IS 'Queued jobs waiting for their run_at, which have no turn yet: the workers give the due ones their turn from it, the longest due first.';
 
 CREATE INDEX jobs_external_idx ON thumbs.jobs USING btree (external_id, profile, id) WHERE (external_id IS NOT NULL);
 
+COMMENT ON INDEX thumbs.jobs_external_idx IS 'A photo''s jobs by the backend''s id: for forgetting, re-rendering and a backend''s own lookups.';
+
 CREATE INDEX jobs_finished_idx ON thumbs.jobs USING btree (finished_at, id) WHERE (state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text]));
+
+COMMENT ON INDEX thumbs.jobs_finished_idx IS 'Ended jobs by finish time, for retention and the throughput view. id makes each key unique, since a batch of outcomes ends at one now().';
 
 CREATE UNIQUE INDEX jobs_live_source_anonymous_idx ON thumbs.jobs USING btree (source_key, profile) WHERE ((state = ANY (ARRAY['queued'::text, 'running'::text])) AND (external_id IS NULL));
 
+COMMENT ON INDEX thumbs.jobs_live_source_anonymous_idx IS 'At most one live job per source identity and profile among the jobs without an external id: what makes thumbs.enqueue race-free for them.';
+
 CREATE INDEX jobs_owner_turn_idx ON thumbs.jobs USING btree (COALESCE(owner, ''::text), priority, turn) WHERE ((state = 'queued'::text) AND (turn IS NOT NULL));
+
+COMMENT ON INDEX thumbs.jobs_owner_turn_idx IS 'An owner''s last place in a priority''s line, for the jobs_take_turn triggers. Jobs without an owner are keyed '''' (which thumbs.enqueue refuses as an owner): keyed on owner IS NULL, the index''s order would not serve the lookup, which would then read all of their line.';
 
 CREATE UNIQUE INDEX jobs_queued_external_idx ON thumbs.jobs USING btree (external_id, profile) WHERE ((state = 'queued'::text) AND (external_id IS NOT NULL));
 
+COMMENT ON INDEX thumbs.jobs_queued_external_idx IS 'At most one queued job per external id and profile: what makes thumbs.enqueue race-free for photos with the backend''s id. Running jobs are left out, so that a new original can be queued behind a running job of the photo.';
+
 CREATE INDEX jobs_ready_idx ON thumbs.jobs USING btree (priority DESC, run_at, id) WHERE (state = 'queued'::text);
+
+COMMENT ON INDEX thumbs.jobs_ready_idx IS 'Every queued job in (priority DESC, run_at, id) order: the lease''s order before owners took turns (migration 0019). The queue depth count scans it for queued, due and the oldest run_at; partial, so finished jobs cost it nothing.';
 
 CREATE INDEX jobs_render_key_idx ON thumbs.jobs USING btree (render_key, id DESC) WHERE ((state = 'succeeded'::text) AND (render_key IS NOT NULL));
 
+COMMENT ON INDEX thumbs.jobs_render_key_idx IS 'Succeeded jobs by render key, newest first. Render reuse looked them up here until migration 0009; since then it reads thumbs.photos (photos_render_key_idx) instead, and this index serves only lookups by hand.';
+
 CREATE INDEX jobs_rerender_idx ON thumbs.jobs USING btree (profile, state) WHERE rerender;
+
+COMMENT ON INDEX thumbs.jobs_rerender_idx IS 'Re-render jobs per profile and state, for thumbs.rerender_overview; partial, so ordinary jobs are not in it.';
 
 CREATE INDEX jobs_running_idx ON thumbs.jobs USING btree (id) WHERE (state = 'running'::text);
 
+COMMENT ON INDEX thumbs.jobs_running_idx IS 'Running jobs, for the rescue of expired leases, the workers view and collection''s fence. Keyed on id, unique and growing, rather than on lease_expires_at or leased_by, which repeat across a leased batch and slowed the queue; and heartbeats, which change only lease_expires_at, stay HOT.';
+
 CREATE INDEX jobs_source_key_idx ON thumbs.jobs USING btree (source_key);
+
+COMMENT ON INDEX thumbs.jobs_source_key_idx IS 'Every job of a source identity, ended ones too: the lease''s siblings, the shares_source mark of thumbs.enqueue, and forgetting a photo that has no external id.';
 
 CREATE INDEX jobs_turn_idx ON thumbs.jobs USING btree (priority DESC, turn, id) WHERE ((state = 'queued'::text) AND (turn IS NOT NULL));
 
+COMMENT ON INDEX thumbs.jobs_turn_idx IS 'The lease''s line: due queued jobs in (priority DESC, turn, id) order, so a lease reads the first rows whatever the backlog and however many jobs one owner has queued. Jobs waiting for their run_at have no turn and stay out.';
+
 CREATE INDEX originals_checked_idx ON thumbs.originals USING btree (checked_at);
+
+COMMENT ON INDEX thumbs.originals_checked_idx IS 'Rows by their last confirmation, for thumbs.prune_originals.';
 
 CREATE INDEX photo_variants_storage_key_idx ON thumbs.photo_variants USING btree (storage_key);
 
+COMMENT ON INDEX thumbs.photo_variants_storage_key_idx IS 'Whether a current thumbnail names an object (thumbs.object_is_named): collection asks it for every candidate.';
+
 CREATE UNIQUE INDEX photos_external_idx ON thumbs.photos USING btree (external_id, profile) WHERE (external_id IS NOT NULL);
+
+COMMENT ON INDEX thumbs.photos_external_idx IS 'One row per external id and profile: the completion statement''s conflict target for photos with the backend''s id.';
 
 CREATE INDEX photos_render_key_idx ON thumbs.photos USING btree (render_key, job_id DESC) WHERE (render_key IS NOT NULL);
 
+COMMENT ON INDEX thumbs.photos_render_key_idx IS 'Current thumbnails by render key, newest job first: what render reuse offers a job whose original bytes and spec give the same key.';
+
 CREATE UNIQUE INDEX photos_source_idx ON thumbs.photos USING btree (source_url, profile) WHERE (external_id IS NULL);
+
+COMMENT ON INDEX thumbs.photos_source_idx IS 'One row per source identity and profile among photos without an external id: the completion statement''s conflict target for them.';
 
 CREATE INDEX variants_storage_key_idx ON thumbs.variants USING btree (storage_key);
 
+COMMENT ON INDEX thumbs.variants_storage_key_idx IS 'Job-history rows by storage key. Collection asked it until migration 0015, since when only current thumbnails keep an object alive; it now serves only lookups by hand, such as which jobs made an object.';
+
 CREATE INDEX webhook_deliveries_due_idx ON thumbs.webhook_deliveries USING btree (endpoint, next_attempt_at, id) WHERE (state = 'pending'::text);
 
+COMMENT ON INDEX thumbs.webhook_deliveries_due_idx IS 'Pending deliveries per endpoint in due order, for the claim; partial, so delivered history costs nothing.';
+
 CREATE INDEX webhook_deliveries_event_idx ON thumbs.webhook_deliveries USING btree (event_id);
+
+COMMENT ON INDEX thumbs.webhook_deliveries_event_idx IS 'An event''s deliveries, for the cascade when event retention deletes the event.';
 
 CREATE TRIGGER event_log_metadata BEFORE INSERT ON thumbs.event_log FOR EACH ROW WHEN ((new.metadata IS NULL)) EXECUTE FUNCTION thumbs.fill_event_metadata();
 
