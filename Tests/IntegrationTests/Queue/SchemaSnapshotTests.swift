@@ -31,6 +31,31 @@ struct SchemaSnapshotTests {
       """)
   }
 
+  /// The migrations' notes live in the schema as comments (migrations/0021), so the snapshot and psql's
+  /// `\d+` carry them: every table, view, function and index a migration adds says what it is (a primary
+  /// key or a unique constraint's index excepted: its constraint says it).
+  @Test func everyObjectOfTheSchemaSaysWhatItIs() throws {
+    let database = try TestDatabase.create()
+    let connection = try PostgresConnection(conninfo: database)
+    defer { connection.close() }
+    let silent = try connection.query(
+      """
+      SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname = 'thumbs' AND c.relkind IN ('r', 'v', 'p', 'i')
+         AND obj_description(c.oid, 'pg_class') IS NULL
+         AND NOT EXISTS (SELECT FROM pg_constraint k WHERE k.conindid = c.oid)
+      UNION ALL
+      SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+       WHERE n.nspname = 'thumbs' AND obj_description(p.oid, 'pg_proc') IS NULL
+      ORDER BY 1
+      """
+    ).rows.map { $0[0] ?? "" }
+    #expect(
+      silent.isEmpty,
+      "say what each is and why with COMMENT ON, in the migration that adds it: \(silent.joined(separator: ", "))"
+    )
+  }
+
   /// The first line where two texts differ, with both versions of it.
   static func firstDifference(_ expected: String, _ actual: String) -> String {
     let old = expected.split(separator: "\n", omittingEmptySubsequences: false)
