@@ -73,7 +73,7 @@ public enum FetchResult: Sendable {
 /// share its connection cache.
 public struct Fetcher: Sendable {
   public var limits: FetchLimits
-  public var addressGuard: AddressGuard
+  public var addressPolicy: AddressPolicy
   /// What bodies are counted against as they arrive (nil: nothing; only `limits.maxBytes` bounds them).
   public var memory: AdmissionGate?
   /// The transfer thread (a worker's own; `shared` otherwise).
@@ -84,12 +84,12 @@ public struct Fetcher: Sendable {
   public var rangePlanner: (any RangePlanner)?
 
   public init(
-    limits: FetchLimits, addressGuard: AddressGuard, memory: AdmissionGate? = nil,
+    limits: FetchLimits, addressPolicy: AddressPolicy, memory: AdmissionGate? = nil,
     multi: CurlMulti = .shared, sources: S3Sources? = nil, rangePlanner: (any RangePlanner)? = nil
   ) {
     self.rangePlanner = rangePlanner
     self.limits = limits
-    self.addressGuard = addressGuard
+    self.addressPolicy = addressPolicy
     self.memory = memory
     self.multi = multi
     self.sources = sources
@@ -195,7 +195,7 @@ public struct Fetcher: Sendable {
         throw JobError(.timeout, "\(SourceURL.shown(url)): no answer within \(limits.totalTimeout) s")
       }
       let transfer = try Transfer(
-        url: url, signed: signed, validators: validators, limits: limits, addressGuard: addressGuard,
+        url: url, signed: signed, validators: validators, limits: limits, addressPolicy: addressPolicy,
         timeout: secondsLeft,
         cancellation: cancellation, memory: memory, range: range)
       let code = await multi.perform(transfer)

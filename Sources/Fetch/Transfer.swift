@@ -22,14 +22,14 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
   /// (no address check, no redirects); nil: `url` itself, under every guard.
   init(
     url: String, signed: SignedGet? = nil, validators: Validators?, limits: FetchLimits,
-    addressGuard: AddressGuard, timeout: Double, cancellation: TransferCancellation, memory: AdmissionGate?,
+    addressPolicy: AddressPolicy, timeout: Double, cancellation: TransferCancellation, memory: AdmissionGate?,
     range: Range<Int>? = nil
   ) throws(JobError) {
     guard let easy = CurlEasy() else { throw JobError(.internalError, "curl_easy_init failed") }
     self.easy = easy
     fromObjectStorage = signed != nil
     let policy =
-      signed == nil ? addressGuard.policy(host: URLComponents(string: url)?.host) : { @Sendable _ in true }
+      signed == nil ? addressPolicy.policy(host: URLComponents(string: url)?.host) : { @Sendable _ in true }
     state = TransferState(
       handle: easy.handle, maxBytes: limits.maxBytes, addressCheck: AddressCheck(permits: policy),
       cancellation: cancellation, memory: memory)

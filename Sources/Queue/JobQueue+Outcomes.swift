@@ -36,18 +36,14 @@ public struct JobResult: Sendable, Equatable, ExpressibleByArrayLiteral {
   }
 }
 
-/// What a batch of outcomes came to.
-public struct RecordedOutcomes: Sendable, Equatable {
-  /// Jobs whose outcome was written.
-  public var written: Set<Int64> = []
-  /// Successes refused because collection is deleting an object they name: queued again shortly, their
-  /// attempt not counted (their next attempt stores the object again).
-  public var refused: Set<Int64> = []
-
-  public init(written: Set<Int64> = [], refused: Set<Int64> = []) {
-    self.written = written
-    self.refused = refused
-  }
+/// What the database answered to the write of one job's outcome.
+public enum WriteAnswer: Sendable, Equatable {
+  case written
+  /// A success naming an object that collection is deleting: the job was queued again shortly instead,
+  /// its attempt not counted (its next attempt stores the object again).
+  case refusedByCollection
+  /// The lease was lost (expired and taken, cancelled, forgotten): nothing was written.
+  case leaseLost
 }
 
 /// The writes a worker makes for the jobs it holds, each for many jobs in one statement.
@@ -75,14 +71,14 @@ extension JobQueue {
   public func record(
     _ outcomes: [(job: LeasedJob, outcome: JobOutcome<JobResult>)]
   ) async throws(PostgresError) -> Set<Int64> {
-    try await recordOutcomes(outcomes).written
+    Set(try await recordOutcomes(outcomes).compactMap { $0.value == .written ? $0.key : nil })
   }
 
-  /// `record`, telling apart the successes that were refused because collection is deleting an object
-  /// they name (SQL/complete_jobs.sql): those jobs are queued again, and are not among the written.
+  /// `record`, with the answer for each job (by id): written, refused because collection is deleting an
+  /// object it names (SQL/complete_jobs.sql: the job is queued again), or its lease lost.
   public func recordOutcomes(
     _ outcomes: [(job: LeasedJob, outcome: JobOutcome<JobResult>)]
-  ) async throws(PostgresError) -> RecordedOutcomes {
+  ) async throws(PostgresError) -> [Int64: WriteAnswer] {
     var succeeded: [(LeasedJob, JobResult)] = []
     var failed: [(LeasedJob, JobError, Double?, Bool)] = []
     var handedBack: [LeasedJob] = []
@@ -94,18 +90,18 @@ extension JobQueue {
       case .handedBack: handedBack.append(job)
       }
     }
-    var recorded = RecordedOutcomes()
-    if !succeeded.isEmpty { recorded = try await recordSuccesses(succeeded) }
-    if !failed.isEmpty { recorded.written.formUnion(try await recordFailures(failed)) }
-    if !handedBack.isEmpty { recorded.written.formUnion(try await handBack(handedBack)) }
-    return recorded
+    var answers = Dictionary(outcomes.map { ($0.job.id, WriteAnswer.leaseLost) }) { first, _ in first }
+    if !succeeded.isEmpty { answers.merge(try await recordSuccesses(succeeded)) { _, answer in answer } }
+    if !failed.isEmpty { for id in try await recordFailures(failed) { answers[id] = .written } }
+    if !handedBack.isEmpty { for id in try await handBack(handedBack) { answers[id] = .written } }
+    return answers
   }
 
   /// Marks the jobs succeeded (with their ThumbHash) and inserts their variant rows in one statement:
   /// for each job both happen or neither does.
   private func recordSuccesses(
     _ batch: [(LeasedJob, JobResult)]
-  ) async throws(PostgresError) -> RecordedOutcomes {
+  ) async throws(PostgresError) -> [Int64: WriteAnswer] {
     let rows: [(Int64, VariantRecord)] = batch.flatMap { job, result in result.variants.map { (job.id, $0) } }
     let jobs: [LeasedJob] = batch.map(\.0)
     let results: [JobResult] = batch.map(\.1)
@@ -119,17 +115,15 @@ extension JobQueue {
       warnings: results.map { RenderWarning.json($0.warnings) }, publicURLBase: publicURLBase,
       media: results.map { $0.media?.json })
     let answer = try await client.run(SQL.CompleteJobs.self, parameters, prepared: true)
-    var recorded = RecordedOutcomes()
-    for row in answer {
-      if row.refused { recorded.refused.insert(row.id) } else { recorded.written.insert(row.id) }
+    let answers = Dictionary(answer.map { ($0.id, $0.refused ? WriteAnswer.refusedByCollection : .written) })
+    {
+      first, _ in first
     }
     // What the jobs not written uploaded may be named by nothing: collection decides (rare; a failure
     // here leaves orphans that `thumbd gc` finds).
-    let unclaimed = batch.filter { !recorded.written.contains($0.0.id) }.flatMap {
-      $0.1.variants.map(\.storageKey)
-    }
+    let unclaimed = batch.filter { answers[$0.0.id] != .written }.flatMap { $0.1.variants.map(\.storageKey) }
     if !unclaimed.isEmpty { _ = try? await releaseUnclaimed(unclaimed) }
-    return recorded
+    return answers
   }
 
   /// Objects a job uploaded whose success will not be recorded become collection candidates: they may
@@ -149,7 +143,7 @@ extension JobQueue {
         ids: batch.map(\.0.id), tokens: batch.map(\.0.leaseToken), retryAfter: batch.map(\.2),
         codes: batch.map(\.1.code.rawValue),
         messages: batch.map { String(SourceURL.redactingSecrets(in: $0.1.message).prefix(2000)) },
-        refunds: batch.map(\.3)),
+        deferred: batch.map(\.3)),
       prepared: true)
     return Set(written.map(\.id))
   }

@@ -1,21 +1,4 @@
-import ThumbCore
-
-/// A job this worker holds a lease on. `leaseToken` fences every write: a write whose token no longer
-/// matches (lease expired and re-leased, job cancelled) changes nothing.
-public struct LeasedJob: Sendable, Equatable {
-  public var id: Int64
-  public var sourceURL: String
-  public var profileName: String
-  public var profileSpec: String
-  /// The profile's version with that spec (it goes up with each change of the spec): recorded with the
-  /// photo's current thumbnails, so that a later version makes them stale (thumbs.rerender).
-  public var specVersion: Int64?
-  public var attempt: Int
-  public var maxAttempts: Int
-  public var leaseToken: String
-  /// The user or tenant the job is for (thumbs.enqueue's `owner`); nil: none.
-  public var owner: String? = nil
-}
+public import ThumbCore
 
 /// The result row of one stored variant.
 public struct VariantRecord: Sendable, Equatable {

@@ -19,9 +19,9 @@ public struct LocalDirectoryStore: ThumbnailStore {
 
   public func location(of key: String) -> String { root.appendingPathComponent(key).path }
 
-  public func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> StoreOutcome {
+  public func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> PutAnswer {
     let final = root.appendingPathComponent(key)
-    return try await pool.run { () throws(JobError) -> StoreOutcome in
+    return try await pool.run { () throws(JobError) -> PutAnswer in
       if FileManager.default.fileExists(atPath: final.path) { return .alreadyStored }
       try Self.store(bytes, at: final)
       return .uploaded

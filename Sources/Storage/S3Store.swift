@@ -79,7 +79,7 @@ public final class S3Store: ThumbnailStore {
   /// The SHA-256 of an empty payload, S3's `x-amz-content-sha256` for a request without a body.
   public static let emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-  public func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> StoreOutcome {
+  public func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> PutAnswer {
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
     let exists = try await exchange(.head, key: key, deadline: deadline).answer
     if exists == .ok { return .alreadyStored }

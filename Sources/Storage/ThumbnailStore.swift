@@ -10,7 +10,7 @@ public import ThumbCore
 /// failed in a way a later try may not (5xx, throttling, a reset connection), after retries.
 public protocol ThumbnailStore: Sendable {
   /// Stores `bytes` under `key`, unless an object is already there (identical, by content addressing).
-  func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> StoreOutcome
+  func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> PutAnswer
   /// Proves at start-up that the worker can write here: throws `storage_refused` when it cannot, in one
   /// line naming the place and the storage's own error code. Transient failures are retried by the
   /// caller.
@@ -55,7 +55,7 @@ public struct StoredObject: Sendable, Equatable {
 }
 
 /// What a put did.
-public enum StoreOutcome: Sendable, Equatable {
+public enum PutAnswer: Sendable, Equatable {
   case uploaded
   /// An object with the key was already there: nothing was sent.
   case alreadyStored

@@ -4,6 +4,18 @@ import ServiceLifecycle
 import Synchronization
 import ThumbCore
 
+/// Where the outcomes of held jobs go: the worker's `Completer`; a test's own, to run `JobRunner`
+/// without a database.
+protocol OutcomeWriter: Sendable {
+  /// Writes the outcome; nil when the database could not be reached (the lease will expire and the
+  /// job run again).
+  func record(_ job: LeasedJob, _ outcome: JobOutcome<JobResult>) async -> WriteAnswer?
+  /// Makes the objects of a success that will not be written collection candidates.
+  func releaseUnclaimed(_ storageKeys: [String]) async
+}
+
+extension Completer: OutcomeWriter {}
+
 /// Writes job outcomes in batches, on a connection of its own.
 ///
 /// Group commit: the first outcome to arrive starts a write at once (no timer, no added latency); the
@@ -17,7 +29,7 @@ final class Completer: Service, Sendable {
   private struct Pending {
     var job: LeasedJob
     var outcome: JobOutcome<JobResult>
-    var written: CheckedContinuation<Written?, Never>
+    var written: CheckedContinuation<WriteAnswer?, Never>
   }
 
   private struct State {
@@ -44,18 +56,9 @@ final class Completer: Service, Sendable {
     self.wroteBatch = wroteBatch
   }
 
-  /// What became of an outcome given to `record`.
-  enum Written: Equatable {
-    case written
-    /// A success naming an object that collection is deleting: the job was queued again instead.
-    case refusedByCollection
-    /// The lease was lost (expired and taken, cancelled, forgotten): nothing was written.
-    case leaseLost
-  }
-
   /// Writes the outcome. Nil when the database could not be reached even after retries (the lease will
   /// expire and the job run again).
-  func record(_ job: LeasedJob, _ outcome: JobOutcome<JobResult>) async -> Written? {
+  func record(_ job: LeasedJob, _ outcome: JobOutcome<JobResult>) async -> WriteAnswer? {
     await withCheckedContinuation { continuation in
       let startWriter = state.withLock { state -> Bool in
         state.pending.append(Pending(job: job, outcome: outcome, written: continuation))
@@ -100,14 +103,10 @@ final class Completer: Service, Sendable {
         return batch
       }
       if batch.isEmpty { return }
-      let written = await write(batch)
+      let answers = await write(batch)
       wroteBatch()
       for item in batch {
-        item.written.resume(
-          returning: written.map { recorded -> Written in
-            if recorded.written.contains(item.job.id) { return .written }
-            return recorded.refused.contains(item.job.id) ? .refusedByCollection : .leaseLost
-          })
+        item.written.resume(returning: answers.map { $0[item.job.id] ?? .leaseLost })
       }
     }
   }
@@ -117,7 +116,7 @@ final class Completer: Service, Sendable {
 
   /// One batch, retried through short outages: the work is done, so it is worth waiting a little for the
   /// database rather than letting the lease expire and doing the job again.
-  private func write(_ batch: [Pending]) async -> RecordedOutcomes? {
+  private func write(_ batch: [Pending]) async -> [Int64: WriteAnswer]? {
     for attempt in 1...5 {
       do {
         return try await queue.recordOutcomes(batch.map { ($0.job, $0.outcome) })

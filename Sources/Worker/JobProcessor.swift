@@ -69,7 +69,7 @@ public struct JobProcessor: Sendable {
     // The URL's other jobs leased with this one render with it (HeldJobs decides who leads).
     let role = life.joinRender(job)
     let made = try await renders.variants(for: job, own: profile.variants, role: role, life: life) {
-      (specs, alone) throws(JobError) -> SharedRenders.Made? in
+      (specs, alone) throws(JobError) -> SharedRenders.Variants? in
       // Only a job alone in its group may take an earlier job's variants instead of rendering.
       let reuse = alone ? reuse.map { reuse in (reuse, job.profileSpec) } : nil
       while true {
@@ -153,7 +153,8 @@ public struct JobProcessor: Sendable {
     return results.compactMap { try? $0.get() }
   }
 
-  enum RenderOutcome {
+  /// How one attempt at the job's render ended.
+  enum RenderAttempt {
     case rendered(SharedRenders.Rendered)
     /// An earlier job rendered the same original bytes with the same profile: its variants.
     case reused(JobResult)
@@ -170,7 +171,7 @@ public struct JobProcessor: Sendable {
   private func render(
     _ url: String, _ variants: [VariantSpec], posterAt: Double?, reusing: (RenderReuse, String)? = nil,
     life: JobLife
-  ) async throws(JobError) -> RenderOutcome {
+  ) async throws(JobError) -> RenderAttempt {
     life.enter(.fetching)
     let fetching = ContinuousClock.now
     var (original, delivery) = try await originals.original(for: url)

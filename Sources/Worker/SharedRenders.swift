@@ -21,18 +21,15 @@ final class SharedRenders: Sendable {
 
   /// What a member gets: variants rendered here, or an earlier job's (same original bytes and profile:
   /// nothing decoded). Only a member alone in its group is offered reuse, so no other member waits on it.
-  enum Made {
+  enum Variants {
     case rendered(Rendered)
     case reused(JobResult)
   }
 
-  /// A job's part in its group's render.
-  enum Role {
-    /// Render for every member (the job among them), and publish the result in `share`.
-    case lead(members: [LeasedJob], share: RenderShare)
-    /// Another member renders for this job and publishes in `share`.
-    case follow(RenderShare)
-  }
+  /// A job's part in its group's render, as `HeldJobs` decided it: lead (render for every member, the
+  /// job among them, and publish the result in its own work's `share`) or follow (take it from the
+  /// leader's).
+  typealias Role = JobRunner.Jobs.RenderRole
 
   private let counts = Mutex<(decodes: Int, shared: Int)>((0, 0))
 
@@ -45,28 +42,31 @@ final class SharedRenders: Sendable {
   /// one profile's huge variant must not fail the others.
   func variants(
     for job: LeasedJob, own: [VariantSpec], role: Role, life: JobLife,
-    render: ([VariantSpec], _ alone: Bool) async throws(JobError) -> Made?
-  ) async throws(JobError) -> Made {
+    render: ([VariantSpec], _ alone: Bool) async throws(JobError) -> Variants?
+  ) async throws(JobError) -> Variants {
     switch role {
-    case .follow(let share):
+    case .follow(let leader):
+      let share = leader.share
       // Waiting for another job's decode uses no core: leave it to a job that can.
       if !share.isPublished { life.stepAside(.awaitingSharedRender) }
       guard let published = await share.published,
-        let member = published.members.firstIndex(where: { $0 == JobLease(job) })
+        let member = published.members.firstIndex(where: { $0 == job.lease })
       else {
         return try await variants(for: job, own: own, role: .alone(job), life: life, render: render)
       }
       return .rendered(Self.pick(try published.result.get(), union: published.union, member: member))
-    case .lead(let grouped, let share):
+    case .lead(let works):
+      let share = works.first { $0.lease == job.lease }?.share ?? RenderShare()
+      let grouped = works.map(\.job)
       // Only members that want the same poster (a video's) share the decode; the others, not in the
       // published list, render alone.
       let posterAt = (try? ProfileSpec.parse(job))?.posterAt
       let members = grouped.filter {
-        JobLease($0) == JobLease(job) || (try? ProfileSpec.parse($0))?.posterAt == posterAt
+        $0.lease == job.lease || (try? ProfileSpec.parse($0))?.posterAt == posterAt
       }
       let union = VariantUnion(
         members.map { member in
-          JobLease(member) == JobLease(job) ? own : (try? ProfileSpec.parse(member).variants) ?? []
+          member.lease == job.lease ? own : (try? ProfileSpec.parse(member).variants) ?? []
         })
       var outcome: Result<Rendered, JobError>?
       do {
@@ -83,7 +83,7 @@ final class SharedRenders: Sendable {
       if case .failure(let error) = outcome, error.code == .overMemoryBudget, members.count > 1 {
         outcome = nil  // split: each member alone
       }
-      share.publish(outcome.map { .init(result: $0, union: union, members: members.map(JobLease.init)) })
+      share.publish(outcome.map { .init(result: $0, union: union, members: members.map(\.lease)) })
       guard let outcome else {
         if members.count > 1 {
           return try await variants(for: job, own: own, role: .alone(job), life: life, render: render)
@@ -94,7 +94,7 @@ final class SharedRenders: Sendable {
         $0.decodes += 1
         if members.count > 1 { $0.shared += 1 }
       }
-      let member = members.firstIndex { JobLease($0) == JobLease(job) } ?? 0
+      let member = members.firstIndex { $0.lease == job.lease } ?? 0
       return .rendered(Self.pick(try outcome.get(), union: union, member: member))
     }
   }
@@ -114,7 +114,7 @@ final class SharedRenders: Sendable {
 extension SharedRenders.Role {
   /// A group of one, never open to others: a job processed outside a worker, or a member whose shared
   /// render could not be made.
-  static func alone(_ job: LeasedJob) -> Self { .lead(members: [job], share: RenderShare()) }
+  static func alone(_ job: LeasedJob) -> Self { .lead(members: [JobRunner.Work(job)]) }
 }
 
 /// What a group's leader rendered for its members, published once; nil when it gave up before rendering
@@ -134,10 +134,6 @@ final class RenderShare: Sendable {
   var published: Published? { get async { await value.value } }
 
   func publish(_ published: Published?) { value.resolve(published) }
-}
-
-extension JobLease {
-  init(_ job: LeasedJob) { self.init(id: job.id, token: job.leaseToken) }
 }
 
 extension ProfileSpec {

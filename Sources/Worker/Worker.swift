@@ -188,7 +188,7 @@ public final class Worker: Sendable {
       add("webhooks") {
         WebhookSender(
           queue: queue, url: url, secrets: secrets,
-          permitsAddress: config.webhookAddressGuard.policy(host: URLComponents(string: url)?.host),
+          permitsAddress: config.webhookAddressPolicy.policy(host: URLComponents(string: url)?.host),
           settings: config.webhookDelivery, multi: multi, wake: wake, metrics: metrics, logger: logger,
           activity: $0)
       }
@@ -257,7 +257,7 @@ public final class Worker: Sendable {
   /// originals back when a decode lacks memory.
   private func makeOriginalSource(pool: BlockingPool, multi: CurlMulti) -> OriginalSource {
     let fetcher = Fetcher(
-      limits: config.fetch, addressGuard: config.addressGuard, memory: memory, multi: multi,
+      limits: config.fetch, addressPolicy: config.addressPolicy, memory: memory, multi: multi,
       sources: config.s3Sources, rangePlanner: VideoRangePlanner())
     var settings = config.originals
     settings.cacheBytes = config.effectiveOriginalCacheBytes

@@ -59,7 +59,7 @@ public struct WorkerConfig: Sendable {
   /// Ready jobs for URLs a lease already names that come along with it (docs/fetching.md).
   public var leaseSiblings = 32
   public var maxPixels = 100_000_000
-  public var addressGuard = AddressGuard()
+  public var addressPolicy = AddressPolicy()
   /// The allow list as written (`--allow-hosts`), for `config check`.
   public var allowHosts = ""
   public var retryPolicy = RetryPolicy()
@@ -91,7 +91,7 @@ public struct WorkerConfig: Sendable {
   /// The keys deliveries are signed with (required with a webhook URL).
   public var webhookSecrets: WebhookSecrets?
   /// Hosts or CIDRs a webhook URL may reach despite the private-network block.
-  public var webhookAddressGuard = AddressGuard()
+  public var webhookAddressPolicy = AddressPolicy()
   public var webhookAllowHosts = ""
   /// Where the thumbnails are served from: events give each one's `url`, this followed by its storage
   /// key (with a slash between them when this does not end in one). nil: no `url`.

@@ -39,11 +39,11 @@ struct GCCommand: AsyncParsableCommand {
     let store = try StorageURL.open(config.storageSettings, pool: pool, multi: multi)
     let queue = JobQueue(client: try await PostgresClient(conninfo: config.databaseURL, pool: pool))
     defer { queue.client.close() }
-    let sweep = StorageSweep(
+    let collection = FullCollection(
       queue: queue, store: store, graceSeconds: config.eraseGraceSeconds, workerID: "thumbd-gc-\(getpid())")
-    let report: StorageSweep.Report
+    let report: FullCollection.Report
     do {
-      report = try await sweep.run(dryRun: dryRun)
+      report = try await collection.run(dryRun: dryRun)
     } catch {
       await multi.shutdown()
       FileHandle.standardError.write(Data("thumbd gc: \(error)\n".utf8))
@@ -58,7 +58,7 @@ struct GCCommand: AsyncParsableCommand {
     }
   }
 
-  static func render(_ report: StorageSweep.Report, graceSeconds: Double, dryRun: Bool) -> String {
+  static func render(_ report: FullCollection.Report, graceSeconds: Double, dryRun: Bool) -> String {
     var rows: [[String]] = []
     for candidate in report.candidates {
       let why = "\(candidate.reason ?? "-"), waited \(Int(candidate.ageSeconds)) s"

@@ -17,12 +17,14 @@ import Testing
 
   func lease(_ id: Int64, _ token: String = "t") -> JobLease { JobLease(id: id, token: "\(token)\(id)") }
 
-  func leased(_ ids: [Int64], token: String = "t", url: String? = nil, attempt: Int = 1) -> [Jobs.LeasedWork]
-  {
+  func leased(
+    _ ids: [Int64], token: String = "t", url: String? = nil, attempt: Int = 1, owner: String? = nil
+  ) -> [(job: LeasedJob, work: String)] {
     ids.map {
-      .init(
-        lease: lease($0, token), url: url ?? "https://o/\($0).jpg", attempt: attempt, maxAttempts: 3,
-        work: "job\($0)\(token)")
+      let job = LeasedJob(
+        id: $0, sourceURL: url ?? "https://o/\($0).jpg", attempt: attempt, maxAttempts: 3,
+        leaseToken: "\(token)\($0)", owner: owner)
+      return (job, "job\($0)\(token)")
     }
   }
 
@@ -76,12 +78,8 @@ import Testing
 
   @Test func aFreedSlotGoesToTheOwnerWithFewestJobsAtWork() {
     var jobs = jobs(slots: 2)
-    func owned(_ id: Int64, _ owner: String?) -> [Jobs.LeasedWork] {
-      leased([id]).map {
-        var job = $0
-        job.owner = owner
-        return job
-      }
+    func owned(_ id: Int64, _ owner: String?) -> [(job: LeasedJob, work: String)] {
+      leased([id], owner: owner)
     }
     // An import's two jobs hold both slots and its next waits; then an upload of another owner comes.
     #expect(

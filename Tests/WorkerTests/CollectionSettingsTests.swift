@@ -9,7 +9,7 @@ import Worker
   /// A store that only answers how long its operations may take.
   struct SlowStore: ThumbnailStore {
     var longestOperationSeconds: Double
-    func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> StoreOutcome {
+    func put(key: String, bytes: [UInt8], contentType: String) async throws(JobError) -> PutAnswer {
       .uploaded
     }
     func check() async throws(JobError) {}

@@ -531,7 +531,7 @@ public enum SQL {
 
   /// Failed attempts: each job goes back to queued after its own delay (@retry_after, in seconds), or to failed for
   /// good when its delay is NULL; either way the attempt is appended to the job's attempt log. A job whose
-  /// @refunds is true gets its attempt back (the failure was the worker's configuration, not the job's: it
+  /// @deferred is true gets its attempt back (the failure was the worker's configuration, not the job's: it
   /// must not use up max_attempts). Returns the ids written; a job missing from the answer lost its lease.
   ///
   /// Fencing, lock order and lookup by id as in heartbeat_jobs: only rows still running under the caller's
@@ -546,7 +546,7 @@ public enum SQL {
         WITH input AS MATERIALIZED (
           SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[],
                                $5::text[], $6::bool[])
-                   AS t(id, token, retry_after, code, message, refund)
+                   AS t(id, token, retry_after, code, message, deferred)
            ORDER BY id),
         locked AS MATERIALIZED (
           SELECT i.* FROM input i CROSS JOIN LATERAL (
@@ -559,11 +559,11 @@ public enum SQL {
                run_at = CASE WHEN i.retry_after IS NULL THEN j.run_at
                              ELSE now() + make_interval(secs => i.retry_after) END,
                finished_at = CASE WHEN i.retry_after IS NULL THEN now() END,
-               attempts = CASE WHEN i.refund THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
+               attempts = CASE WHEN i.deferred THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
                error_code = i.code, last_error = i.message, lease_token = NULL, lease_expires_at = NULL,
                attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
                  'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
-                 'outcome', CASE WHEN i.retry_after IS NULL THEN 'failed' WHEN i.refund THEN 'deferred'
+                 'outcome', CASE WHEN i.retry_after IS NULL THEN 'failed' WHEN i.deferred THEN 'deferred'
                                  ELSE 'retry' END,
                  'error_code', i.code, 'error', i.message))
           FROM locked i
@@ -581,7 +581,7 @@ public enum SQL {
         SELECT w.id, (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
           FROM written w
         """#,
-      parameters: ["ids", "tokens", "retry_after", "codes", "messages", "refunds"],
+      parameters: ["ids", "tokens", "retry_after", "codes", "messages", "deferred"],
       parameterTypes: ["bigint[]", "uuid[]", "float8[]", "text[]", "text[]", "bool[]"],
       columns: ["id", "notified"],
       columnTypes: ["bigint", "bigint"],
@@ -593,24 +593,24 @@ public enum SQL {
       public var retryAfter: [Double?]
       public var codes: [String]
       public var messages: [String]
-      public var refunds: [Bool]
+      public var deferred: [Bool]
 
       public init(
         ids: [Int64], tokens: [String], retryAfter: [Double?], codes: [String], messages: [String],
-        refunds: [Bool]
+        deferred: [Bool]
       ) {
         self.ids = ids
         self.tokens = tokens
         self.retryAfter = retryAfter
         self.codes = codes
         self.messages = messages
-        self.refunds = refunds
+        self.deferred = deferred
       }
 
       public var values: [String?] {
         [
           PostgresArray.literal(ids), PostgresArray.literal(tokens), PostgresArray.literal(retryAfter),
-          PostgresArray.literal(codes), PostgresArray.literal(messages), PostgresArray.literal(refunds),
+          PostgresArray.literal(codes), PostgresArray.literal(messages), PostgresArray.literal(deferred),
         ]
       }
     }

@@ -1,7 +1,7 @@
 -- name: fail_jobs
 -- Failed attempts: each job goes back to queued after its own delay (@retry_after, in seconds), or to failed for
 -- good when its delay is NULL; either way the attempt is appended to the job's attempt log. A job whose
--- @refunds is true gets its attempt back (the failure was the worker's configuration, not the job's: it
+-- @deferred is true gets its attempt back (the failure was the worker's configuration, not the job's: it
 -- must not use up max_attempts). Returns the ids written; a job missing from the answer lost its lease.
 --
 -- Fencing, lock order and lookup by id as in heartbeat_jobs: only rows still running under the caller's
@@ -10,13 +10,13 @@
 -- A job that fails for good gets its `failed` event (migrations/0010), announced on thumbs_events;
 -- notified counts the announcements (evaluated once, on the first row).
 -- params: ids bigint[], tokens uuid[], retry_after float8?[], codes text[], messages text[],
--- params: refunds bool[]
+-- params: deferred bool[]
 -- returns: id bigint, notified bigint
 -- deadline: batch
 WITH input AS MATERIALIZED (
   SELECT * FROM unnest(@ids::bigint[], @tokens::uuid[], @retry_after::float8[], @codes::text[],
-                       @messages::text[], @refunds::bool[])
-           AS t(id, token, retry_after, code, message, refund)
+                       @messages::text[], @deferred::bool[])
+           AS t(id, token, retry_after, code, message, deferred)
    ORDER BY id),
 locked AS MATERIALIZED (
   SELECT i.* FROM input i CROSS JOIN LATERAL (
@@ -29,11 +29,11 @@ UPDATE thumbs.jobs j
        run_at = CASE WHEN i.retry_after IS NULL THEN j.run_at
                      ELSE now() + make_interval(secs => i.retry_after) END,
        finished_at = CASE WHEN i.retry_after IS NULL THEN now() END,
-       attempts = CASE WHEN i.refund THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
+       attempts = CASE WHEN i.deferred THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
        error_code = i.code, last_error = i.message, lease_token = NULL, lease_expires_at = NULL,
        attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
          'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
-         'outcome', CASE WHEN i.retry_after IS NULL THEN 'failed' WHEN i.refund THEN 'deferred'
+         'outcome', CASE WHEN i.retry_after IS NULL THEN 'failed' WHEN i.deferred THEN 'deferred'
                          ELSE 'retry' END,
          'error_code', i.code, 'error', i.message))
   FROM locked i

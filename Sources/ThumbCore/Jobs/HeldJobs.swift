@@ -95,15 +95,8 @@ public struct HeldJobs<Work, Made> {
     case follow(leader: Work)
   }
 
-  /// A held job as the worker's `/debug/jobs` shows it.
-  public typealias Snapshot = HeldJob
-
   fileprivate struct Entry {
-    var lease: JobLease
-    var url: String
-    var attempt: Int
-    var maxAttempts: Int
-    var owner: String?
+    var job: LeasedJob
     var work: Work
     var phase: JobPhase
     var since: ContinuousClock.Instant
@@ -117,6 +110,8 @@ public struct HeldJobs<Work, Made> {
     var awaitingKey: String?
     /// The render group it belongs to.
     var group: UInt64?
+
+    var lease: JobLease { job.lease }
   }
 
   fileprivate struct RenderGroup {
@@ -166,50 +161,29 @@ public struct HeldJobs<Work, Made> {
 
   public func work(of lease: JobLease) -> Work? { entry(lease)?.work }
 
-  public var snapshot: [Snapshot] {
+  public var snapshot: [HeldJob] {
     entries.values.sorted { $0.lease.id < $1.lease.id }.map {
-      Snapshot(
-        id: $0.lease.id, attempt: $0.attempt, phase: $0.phase, since: $0.since,
+      HeldJob(
+        id: $0.job.id, attempt: $0.job.attempt, phase: $0.phase, since: $0.since,
         holdsSlot: slotHolders.contains($0.lease))
     }
   }
 
   // MARK: - Events
 
-  public struct LeasedWork {
-    public var lease: JobLease
-    public var url: String
-    public var attempt: Int
-    public var maxAttempts: Int
-    /// The user or tenant the job is for; nil: none (jobs without one are one owner).
-    public var owner: String?
-    public var work: Work
-
-    public init(
-      lease: JobLease, url: String, attempt: Int, maxAttempts: Int, owner: String? = nil, work: Work
-    ) {
-      self.lease = lease
-      self.url = url
-      self.attempt = attempt
-      self.maxAttempts = maxAttempts
-      self.owner = owner
-      self.work = work
-    }
-  }
-
   /// A lease statement returned these jobs. Each takes a free slot or waits for one in line, its
   /// original downloading meanwhile. An older lease of ours on the same job (it expired unnoticed, say
   /// during a database outage, and the job came back to us) is over: its work is abandoned.
-  public mutating func leased(_ jobs: [LeasedWork], now: ContinuousClock.Instant) -> [Action] {
+  public mutating func leased(
+    _ jobs: [(job: LeasedJob, work: Work)], now: ContinuousClock.Instant
+  ) -> [Action] {
     var actions: [Action] = []
-    for job in jobs {
-      if let old = entries[job.lease.id] { actions += remove(old, abandoning: .superseded) }
-      let source = SourceURL.identity(job.url)
+    for (job, work) in jobs {
+      if let old = entries[job.id] { actions += remove(old, abandoning: .superseded) }
+      let source = SourceURL.identity(job.sourceURL)
       let group = openGroups[source] ?? openGroup(source: source)
       groups[group]?.members.append(job.lease)
-      entries[job.lease.id] = Entry(
-        lease: job.lease, url: job.url, attempt: job.attempt, maxAttempts: job.maxAttempts, owner: job.owner,
-        work: job.work, phase: .awaitingSlot, since: now, group: group)
+      entries[job.id] = Entry(job: job, work: work, phase: .awaitingSlot, since: now, group: group)
       slotQueue.append(job.lease)
     }
     return actions + grantSlots(now: now)
@@ -261,7 +235,8 @@ public struct HeldJobs<Work, Made> {
   /// done with it).
   public mutating func released(_ lease: JobLease) -> [Action] {
     guard let entry = entry(lease) else { return [] }
-    return remove(entry, abandoning: nil) + (entry.prefetched ? [.dropPrefetch(url: entry.url)] : [])
+    return remove(entry, abandoning: nil)
+      + (entry.prefetched ? [.dropPrefetch(url: entry.job.sourceURL)] : [])
       + [.wakeProducer]
   }
 
@@ -402,7 +377,7 @@ public struct HeldJobs<Work, Made> {
       guard var entry = entry(lease), !entry.prefetched else { continue }
       entry.prefetched = true
       entries[lease.id] = entry
-      actions.append(.prefetch(url: entry.url))
+      actions.append(.prefetch(url: entry.job.sourceURL))
     }
     return actions
   }
@@ -411,10 +386,10 @@ public struct HeldJobs<Work, Made> {
   private func nextForSlot() -> Int? {
     guard slotQueue.count > 1 else { return slotQueue.indices.first }
     var atWork: [String?: Int] = [:]
-    for entry in entries.values where entry.working { atWork[entry.owner, default: 0] += 1 }
+    for entry in entries.values where entry.working { atWork[entry.job.owner, default: 0] += 1 }
     var best: (index: Int, count: Int)?
     for (index, lease) in slotQueue.enumerated() {
-      let count = atWork[entries[lease.id]?.owner ?? nil, default: 0]
+      let count = atWork[entries[lease.id]?.job.owner ?? nil, default: 0]
       if count < best?.count ?? .max { best = (index, count) }
       if count == 0 { break }
     }
@@ -482,7 +457,7 @@ public struct HeldJobs<Work, Made> {
         failure, retryAfter: settings.refusalBackoff.seconds(afterFailures: refusalStreak, unit: unit))
     }
     switch settings.retryPolicy.decide(
-      code: failure.code, attempt: entry.attempt, maxAttempts: entry.maxAttempts, unit: unit)
+      code: failure.code, attempt: entry.job.attempt, maxAttempts: entry.job.maxAttempts, unit: unit)
     {
     case .retry(let seconds):
       return .failed(failure, retryAfter: max(seconds, failure.retryNotBeforeSeconds ?? 0))
@@ -531,7 +506,6 @@ public enum JobPhase: String, Sendable, CaseIterable {
 
 extension HeldJobs: Sendable where Work: Sendable, Made: Sendable {}
 extension HeldJobs.Action: Sendable where Work: Sendable, Made: Sendable {}
-extension HeldJobs.LeasedWork: Sendable where Work: Sendable {}
 extension HeldJobs.Entry: Sendable where Work: Sendable {}
 extension HeldJobs.RenderGroup: Sendable where Work: Sendable {}
 extension HeldJobs.RenderRole: Sendable where Work: Sendable {}

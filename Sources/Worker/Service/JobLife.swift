@@ -31,12 +31,7 @@ public struct JobLife: Sendable {
 
   /// The job's part in the render of its group: it leads (renders for every member) or follows.
   func joinRender(_ job: LeasedJob) -> SharedRenders.Role {
-    switch runner?.joinRender(lease) {
-    case .lead(let members)?:
-      .lead(members: members.map(\.job), share: members.first { $0.lease == lease }?.share ?? RenderShare())
-    case .follow(let leader)?: .follow(leader.share)
-    case nil: .alone(job)
-    }
+    runner?.joinRender(lease) ?? .alone(job)
   }
 
   /// The job renders `key` itself: a job here that finds the same key waits for this one's outcome.

@@ -9,13 +9,13 @@ import ThumbCore
 /// starts each job's work, writes outcomes through the Completer, abandons work whose lease is gone,
 /// and counts and logs what became of each job.
 final class JobRunner: Sendable {
-  typealias Jobs = HeldJobs<Execution, JobResult>
+  typealias Jobs = HeldJobs<Work, JobResult>
 
-  /// One job's work, run in an unstructured task so that abandoning it (lease lost, hand-back) ends the
-  /// job at once even while a blocking call it made is still running on a pool thread.
-  final class Execution: Sendable {
+  /// One held job's work, run in an unstructured task so that abandoning it (lease lost, hand-back) ends
+  /// the job at once even while a blocking call it made is still running on a pool thread.
+  final class Work: Sendable {
     let job: LeasedJob
-    let lease: JobLease
+    var lease: JobLease { job.lease }
     /// The outcome to write, or nil: abandoned, nothing to write.
     let ended = OneShot<JobOutcome<JobResult>?>()
     private let task = Mutex<(task: Task<Void, Never>?, abandoned: Bool)>((nil, false))
@@ -28,7 +28,6 @@ final class JobRunner: Sendable {
 
     init(_ job: LeasedJob) {
       self.job = job
-      self.lease = JobLease(id: job.id, token: job.leaseToken)
     }
 
     func begin(_ body: @escaping @Sendable () async -> Void) {
@@ -54,12 +53,12 @@ final class JobRunner: Sendable {
   /// Raised by the listener for each notification of enqueued jobs (the producer may lease one more).
   let notified = RaisedFlag()
   private let handler: any JobHandler
-  private let completer: Completer
+  private let completer: any OutcomeWriter
   private let metrics: WorkerMetrics
   private let logger: Logger
 
   init(
-    settings: Jobs.Settings, handler: any JobHandler, completer: Completer, metrics: WorkerMetrics,
+    settings: Jobs.Settings, handler: any JobHandler, completer: any OutcomeWriter, metrics: WorkerMetrics,
     logger: Logger
   ) {
     self.jobs = Mutex(Jobs(settings))
@@ -76,7 +75,7 @@ final class JobRunner: Sendable {
   /// Held jobs at work without a slot (waiting for memory, a shared decode, the storage).
   var aside: Int { jobs.withLock { $0.aside } }
   /// Where every held job is, for `/debug/jobs`.
-  var snapshot: [Jobs.Snapshot] { jobs.withLock { $0.snapshot } }
+  var snapshot: [HeldJob] { jobs.withLock { $0.snapshot } }
 
   /// Runs one event on the held jobs and performs the actions it returns.
   private func modify(_ event: (inout Jobs) -> [Jobs.Action]) {
@@ -92,17 +91,10 @@ final class JobRunner: Sendable {
   /// meanwhile; its outcome is written from a task of the producer's group, which the producer awaits
   /// before it ends.
   func start(_ leased: [LeasedJob], in group: inout DiscardingTaskGroup) {
-    let executions = leased.map(Execution.init)
-    modify { jobs in
-      jobs.leased(
-        executions.map {
-          .init(
-            lease: $0.lease, url: $0.job.sourceURL, attempt: $0.job.attempt, maxAttempts: $0.job.maxAttempts,
-            owner: $0.job.owner, work: $0)
-        }, now: .now)
-    }
-    for execution in executions {
-      group.addTask { await self.finish(execution) }
+    let works = leased.map(Work.init)
+    modify { $0.leased(works.map { ($0.job, $0) }, now: .now) }
+    for work in works {
+      group.addTask { await self.finish(work) }
     }
   }
 
@@ -121,10 +113,10 @@ final class JobRunner: Sendable {
         performAtOnce(now)
         now = []
         await handler.forgetPrefetch(url)
-      case .handBack(let executions):
+      case .handBack(let works):
         performAtOnce(now)
         now = []
-        await handBack(executions)
+        await handBack(works)
       default:
         now.append(action)
       }
@@ -138,32 +130,32 @@ final class JobRunner: Sendable {
     var wakeProducer = false
     for action in actions {
       switch action {
-      case .start(let execution, let refusedBy):
-        execution.begin { await self.work(execution, refusedBy: refusedBy) }
+      case .start(let work, let refusedBy):
+        work.begin { await self.run(work, refusedBy: refusedBy) }
       case .prefetch(let url):
         handler.prefetch(url)
       case .discard, .dropPrefetch, .handBack:
         Task { await self.perform([action]) }
       case .renderAs:
         break  // answered to the job that asked (joinRender)
-      case .abandon(let execution, let reason, _):
+      case .abandon(let work, let reason, _):
         if reason == .leaseLost {
           metrics.leaseLost()
           logger.warning(
-            "lease_lost job_id=\(execution.job.id): heartbeat refused (job cancelled, or lease expired and taken); work abandoned"
+            "lease_lost job_id=\(work.job.id): heartbeat refused (job cancelled, or lease expired and taken); work abandoned"
           )
         }
-        execution.abandon()
-      case .writeOutcome(let execution, let outcome):
-        execution.ended.resolve(outcome)
-      case .awaitReuse(let execution, let until):
+        work.abandon()
+      case .writeOutcome(let work, let outcome):
+        work.ended.resolve(outcome)
+      case .awaitReuse(let work, let until):
         let timer = Task {
           try? await Task.sleep(until: until)
-          if !Task.isCancelled { await self.modify { $0.reusePatienceEnded(execution.lease) } }
+          if !Task.isCancelled { await self.modify { $0.reusePatienceEnded(work.lease) } }
         }
-        execution.reuseTimer.withLock { $0 = timer }
-      case .endReuseWait(let executions):
-        for execution in executions { execution.reuseWait.withLock { $0 }?.resolve(()) }
+        work.reuseTimer.withLock { $0 = timer }
+      case .endReuseWait(let works):
+        for work in works { work.reuseWait.withLock { $0 }?.resolve(()) }
       case .wakeProducer:
         wakeProducer = true
       }
@@ -172,26 +164,26 @@ final class JobRunner: Sendable {
   }
 
   /// The job's work, once it has a slot.
-  private func work(_ execution: Execution, refusedBy: JobError?) async {
-    let life = JobLife(runner: self, lease: execution.lease)
+  private func run(_ work: Work, refusedBy: JobError?) async {
+    let life = JobLife(runner: self, lease: work.lease)
     let result: Result<JobResult, JobError>
     if let refusedBy {
       result = .failure(refusedBy)
     } else {
-      result = await Result { () async throws(JobError) in try await handler.process(execution.job, life) }
+      result = await Result { () async throws(JobError) in try await handler.process(work.job, life) }
     }
-    await modify { $0.workEnded(execution.lease, result, unit: Double.random(in: 0..<1), now: .now) }
+    await modify { $0.workEnded(work.lease, result, unit: Double.random(in: 0..<1), now: .now) }
   }
 
   /// Writes the job's outcome once its work has ended (the write is fenced: a lease lost meanwhile
   /// makes the database refuse it), then lets the job go.
-  private func finish(_ execution: Execution) async {
-    let job = execution.job
-    let outcome = await execution.ended.value
-    var written: Completer.Written?
+  private func finish(_ work: Work) async {
+    let job = work.job
+    let outcome = await work.ended.value
+    var written: WriteAnswer?
     if let outcome { written = await completer.record(job, outcome) }
     let (stillHeld, actions) = jobs.withLock {
-      ($0.phase(of: execution.lease) == .writingOutcome, $0.released(execution.lease))
+      ($0.phase(of: work.lease) == .writingOutcome, $0.released(work.lease))
     }
     await perform(actions)
     guard let outcome else { return }  // abandoned: logged where the lease was found lost
@@ -199,7 +191,7 @@ final class JobRunner: Sendable {
   }
 
   private func log(
-    _ job: LeasedJob, _ outcome: JobOutcome<JobResult>, written: Completer.Written?, stillHeld: Bool
+    _ job: LeasedJob, _ outcome: JobOutcome<JobResult>, written: WriteAnswer?, stillHeld: Bool
   ) {
     let jobLogger = logger.with(["job.id": "\(job.id)", "job.attempt": "\(job.attempt)"])
     switch (written, outcome) {
@@ -254,7 +246,7 @@ final class JobRunner: Sendable {
     await modify { $0.handBackAll(now: .now) }
   }
 
-  private func handBack(_ leftovers: [Execution]) async {
+  private func handBack(_ leftovers: [Work]) async {
     let returned = await withTaskGroup(of: Bool.self) { group in
       for leftover in leftovers {
         group.addTask { await self.completer.record(leftover.job, .handedBack) == .written }
@@ -293,7 +285,7 @@ final class JobRunner: Sendable {
   func joinRender(_ lease: JobLease) -> Jobs.RenderRole? {
     let actions = jobs.withLock { $0.joiningRender(lease) }
     performAtOnce(actions)
-    for case .renderAs(let execution, let role) in actions where execution.lease == lease { return role }
+    for case .renderAs(let work, let role) in actions where work.lease == lease { return role }
     return nil
   }
 
@@ -305,8 +297,8 @@ final class JobRunner: Sendable {
   func awaitOthersRendering(_ key: String, _ lease: JobLease) async -> Bool {
     // Set before the event, so that an end of the wait decided right after it finds the wait.
     let wait = OneShot<Void>()
-    let execution = jobs.withLock { $0.work(of: lease) }
-    execution?.reuseWait.withLock { $0 = wait }
+    let work = jobs.withLock { $0.work(of: lease) }
+    work?.reuseWait.withLock { $0 = wait }
     let actions = jobs.withLock { $0.lookingForReuse(key, lease, now: .now) }
     let waits = actions.contains {
       if case .awaitReuse(let waiting, _) = $0 { waiting.lease == lease } else { false }
@@ -318,7 +310,7 @@ final class JobRunner: Sendable {
     } onCancel: {
       wait.resolve(())
     }
-    execution?.reuseTimer.withLock { $0 }?.cancel()
+    work?.reuseTimer.withLock { $0 }?.cancel()
     return true
   }
 }

@@ -118,7 +118,7 @@ extension WorkerOption {
       "allow-hosts", .value(placeholder: "LIST"), default: "none",
       help: "hosts or CIDRs exempt from the private-network block, comma-separated",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.addressGuard = try Read.allowList(value)
+        settings.addressPolicy = try Read.allowList(value)
         settings.allowHosts = value
       }, render: { $0.allowHosts }),
     WorkerOption(
@@ -220,7 +220,7 @@ extension WorkerOption {
       "webhook-allow-hosts", .value(placeholder: "LIST"), default: "none",
       help: "hosts or CIDRs a webhook URL may reach despite the private-network block, comma-separated",
       apply: { value, settings throws(OptionError.Problem) in
-        settings.webhookAddressGuard = try Read.allowList(value)
+        settings.webhookAddressPolicy = try Read.allowList(value)
         settings.webhookAllowHosts = value
       }, render: { $0.webhookAllowHosts }),
     WorkerOption(

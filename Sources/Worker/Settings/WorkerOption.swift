@@ -134,9 +134,9 @@ enum Read {
   }
 
   /// Hosts and CIDRs, comma-separated, exempt from the private-network block.
-  static func allowList(_ text: String) throws(OptionError.Problem) -> AddressGuard {
+  static func allowList(_ text: String) throws(OptionError.Problem) -> AddressPolicy {
     do {
-      return try AddressGuard(allowList: text)
+      return try AddressPolicy(allowList: text)
     } catch {
       throw .init("\(error)")
     }

@@ -27,7 +27,7 @@ struct WebhookSender: Service {
   let queue: JobQueue
   let url: String
   let secrets: WebhookSecrets
-  /// The private-network block for the URL's host (`AddressGuard.policy`).
+  /// The private-network block for the URL's host (`AddressPolicy.policy`).
   let permitsAddress: @Sendable (String) -> Bool
   let settings: WebhookDeliverySettings
   let multi: CurlMulti

@@ -31,7 +31,7 @@ struct DownloadMemoryTests {
     let took = gate.take(other, orWake: {})
     #expect(took)
     let fetcher = Fetcher(
-      limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"), memory: gate)
+      limits: limits, addressPolicy: try AddressPolicy(allowList: "127.0.0.1"), memory: gate)
     let url = fixture.origin.url("/files/photo.jpg")
     var original: FetchedOriginal? = try await {
       // The task keeps its result while it lives: only the value may outlive this closure.
@@ -61,7 +61,7 @@ struct DownloadMemoryTests {
     var limits = self.limits
     limits.totalTimeout = 2
     let fetcher = Fetcher(
-      limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"), memory: gate)
+      limits: limits, addressPolicy: try AddressPolicy(allowList: "127.0.0.1"), memory: gate)
     // No Content-Length: the body grows in doubling steps, the first two of which fit.
     let url = fixture.origin.url("/huge?nolength=1")
     let started = ContinuousClock.now

@@ -8,7 +8,7 @@ import ThumbCore
 struct FetchCancellationTests {
   @Test func cancellingTheTaskStopsTheDownloadAndItsRetries() async throws {
     let fixture = try QueueFixture()
-    let fetcher = Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"))
+    let fetcher = Fetcher(limits: FetchLimits(), addressPolicy: try AddressPolicy(allowList: "127.0.0.1"))
     let url = fixture.slowURL(seconds: 20)
     let started = Date()
     let download = Task { () async throws(JobError) -> FetchedOriginal in try await fetcher.fetch(url) }

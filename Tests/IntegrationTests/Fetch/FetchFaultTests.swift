@@ -33,7 +33,7 @@ struct FetchFaultTests {
   }
 
   func run(_ expectation: Expectation, url: String? = nil) async throws {
-    let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
+    let fetcher = Fetcher(limits: limits, addressPolicy: try AddressPolicy(allowList: "127.0.0.1"))
     let url = url ?? fixture.origin.url(expectation.path)
     let started = Date()
     let result = await Result { () async throws(JobError) in try await fetcher.fetch(url) }
@@ -69,7 +69,7 @@ struct FetchFaultTests {
     try await run(
       Expectation(path: "/retry-after/1/photo.jpg", code: nil, requests: 2, within: 2.5, atLeast: 1))
     // Longer than the cap (3 s here): the attempt ends at once, carrying the origin's wish to the queue.
-    let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
+    let fetcher = Fetcher(limits: limits, addressPolicy: try AddressPolicy(allowList: "127.0.0.1"))
     let started = Date()
     let result = await Result { () async throws(JobError) in
       try await fetcher.fetch(fixture.origin.url("/retry-after/120/photo.jpg"))
@@ -129,7 +129,7 @@ struct FetchFaultTests {
   }
 
   @Test func aSlowDownloadDoesNotHoldUpOthersFromTheSameOrigin() async throws {
-    let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
+    let fetcher = Fetcher(limits: limits, addressPolicy: try AddressPolicy(allowList: "127.0.0.1"))
     // All started at once, before any connection exists, and then again while the slow one runs.
     let started = Date()
     let slow = Task { try await fetcher.fetch(fixture.slowURL(seconds: 3)) }
@@ -147,7 +147,7 @@ struct FetchFaultTests {
 
   @Test func aCertificateThatDoesNotVerifyIsRefused() async throws {
     let tlsOrigin = try TestOrigin(root: fixture.origin.root, tls: true)
-    let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
+    let fetcher = Fetcher(limits: limits, addressPolicy: try AddressPolicy(allowList: "127.0.0.1"))
     let started = Date()
     let result = await Result { () async throws(JobError) in
       try await fetcher.fetch(tlsOrigin.url("/files/photo.jpg"))
@@ -163,7 +163,7 @@ struct FetchFaultTests {
   }
 
   @Test func aSecondDownloadFromTheSameOriginReusesTheConnection() async throws {
-    let fetcher = Fetcher(limits: limits, addressGuard: try AddressGuard(allowList: "127.0.0.1"))
+    let fetcher = Fetcher(limits: limits, addressPolicy: try AddressPolicy(allowList: "127.0.0.1"))
     _ = try await fetcher.fetch(fixture.origin.url("/files/photo.jpg"))
     _ = try await fetcher.fetch(fixture.origin.url("/files/photo.jpg"))
     #expect(

@@ -160,7 +160,7 @@ struct OneDownloadPerURLTests {
   @Test func jobsWaitingForTheSameURLShareOneDownload() async throws {
     let fixture = try QueueFixture()
     let source = OriginalSource(
-      fetcher: Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1")))
+      fetcher: Fetcher(limits: FetchLimits(), addressPolicy: try AddressPolicy(allowList: "127.0.0.1")))
     let url = fixture.slowURL(seconds: 1)
     let deliveries = try await withThrowingTaskGroup(of: OriginalSource.Delivery.self) { group in
       for _ in 0..<5 {
@@ -186,7 +186,7 @@ struct OneDownloadPerURLTests {
   @Test func oneJobGivingUpDoesNotStopTheDownloadOthersWaitFor() async throws {
     let fixture = try QueueFixture()
     let source = OriginalSource(
-      fetcher: Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1")))
+      fetcher: Fetcher(limits: FetchLimits(), addressPolicy: try AddressPolicy(allowList: "127.0.0.1")))
     let url = fixture.slowURL(seconds: 1.5)
     let quitter = Task { try await source.original(for: url) }
     try await Task.sleep(for: .milliseconds(100))
@@ -217,7 +217,7 @@ struct OneDownloadPerURLTests {
   @Test func aPrefetchIsTheWaitingJobsOwnDownloadFailuresIncluded() async throws {
     let fixture = try QueueFixture()
     let source = OriginalSource(
-      fetcher: Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1")))
+      fetcher: Fetcher(limits: FetchLimits(), addressPolicy: try AddressPolicy(allowList: "127.0.0.1")))
     let url = fixture.slowURL(seconds: 0.5)
     source.prefetch(url)
     source.prefetch(url)  // already on its way: nothing more
@@ -277,7 +277,7 @@ struct OneDownloadPerURLTests {
     var settings = OriginalSource.Settings()
     settings.freshSeconds = 0  // every use after the first asks the origin
     let source = OriginalSource(
-      fetcher: Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1")),
+      fetcher: Fetcher(limits: FetchLimits(), addressPolicy: try AddressPolicy(allowList: "127.0.0.1")),
       settings: settings)
     let url = fixture.origin.url("/files/photo.jpg")
     let first = try await source.original(for: url)
@@ -290,7 +290,7 @@ struct OneDownloadPerURLTests {
     // With the cache off nothing is kept: every use downloads.
     settings.cacheBytes = 0
     let uncached = OriginalSource(
-      fetcher: Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1")),
+      fetcher: Fetcher(limits: FetchLimits(), addressPolicy: try AddressPolicy(allowList: "127.0.0.1")),
       settings: settings)
     _ = try await uncached.original(for: url)
     #expect(try await uncached.original(for: url).1 == .downloaded)

@@ -15,7 +15,7 @@ final class BackgroundWorker: Sendable {
   init(databaseURL: String, storage: URL, configure: (inout WorkerConfig) -> Void = { _ in }) throws {
     var config = WorkerConfig(databaseURL: databaseURL, storageURL: "file://\(storage.path)")
     config.concurrency = 1
-    config.addressGuard = try AddressGuard(allowList: "127.0.0.1")
+    config.addressPolicy = try AddressPolicy(allowList: "127.0.0.1")
     configure(&config)
     var logger = Logger(label: "thumbd.test")
     logger.logLevel = .warning

@@ -14,7 +14,7 @@ struct S3StoreTests {
   /// Each test writes under a prefix of its own.
   let prefix = "store-tests/\(UUID().uuidString.lowercased())"
 
-  func put(_ store: S3Store, _ key: String, _ bytes: [UInt8]) async -> Result<StoreOutcome, JobError> {
+  func put(_ store: S3Store, _ key: String, _ bytes: [UInt8]) async -> Result<PutAnswer, JobError> {
     await Result { () async throws(JobError) in
       try await store.put(key: key, bytes: bytes, contentType: "image/jpeg")
     }

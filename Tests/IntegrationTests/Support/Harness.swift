@@ -133,7 +133,7 @@ func drainQueue(
   var config = WorkerConfig(databaseURL: databaseURL, storageURL: "file://\(storage.path)")
   config.concurrency = concurrency
   config.drain = true
-  config.addressGuard = try AddressGuard(allowList: "127.0.0.1")
+  config.addressPolicy = try AddressPolicy(allowList: "127.0.0.1")
   config.fetch.retry.backoff.first = .milliseconds(50)
   configure(&config)
   var logger = Logger(label: "thumbd.test")
@@ -173,7 +173,7 @@ extension TestOrigin {
 
   /// A number the origin's control endpoint at `path` answers, under `key`.
   func count(at path: String, key: String = "count") async throws -> Int {
-    let fetcher = Fetcher(limits: FetchLimits(), addressGuard: try AddressGuard(allowList: "127.0.0.1"))
+    let fetcher = Fetcher(limits: FetchLimits(), addressPolicy: try AddressPolicy(allowList: "127.0.0.1"))
     let body = try await fetcher.fetch(url(path)).bytes
     let json = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
     return json?[key] as? Int ?? -1

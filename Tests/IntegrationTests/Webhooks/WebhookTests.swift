@@ -21,7 +21,7 @@ struct WebhookTests {
     try BackgroundWorker(databaseURL: database, storage: fixture.storage) { config in
       config.webhookURL = receiver.url
       config.webhookSecrets = try? WebhookSecrets(parsing: secrets)
-      config.webhookAddressGuard = try! AddressGuard(allowList: "127.0.0.1")
+      config.webhookAddressPolicy = try! AddressPolicy(allowList: "127.0.0.1")
       config.webhookDelivery.retry.backoff = Backoff(first: .milliseconds(200), cap: .seconds(1))
       config.webhookDelivery.pollInterval = 0.2
       config.webhookDelivery.timeout = 2

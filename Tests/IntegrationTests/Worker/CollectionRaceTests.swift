@@ -37,7 +37,7 @@ struct CollectionRaceTests {
       var config = WorkerConfig(databaseURL: database, storageURL: "file://\(storage.path)")
       config.workerID = "race-\(index)"
       config.concurrency = 3
-      config.addressGuard = try! AddressGuard(allowList: "127.0.0.1")
+      config.addressPolicy = try! AddressPolicy(allowList: "127.0.0.1")
       config.pollInterval = 0.05
       config.eraseGraceSeconds = 0
       config.gcIntervalSeconds = 0.1

@@ -148,7 +148,7 @@ struct EndToEndTests {
       try sql(database, insert, [url])
     }
     let totals = try await drainQueue(databaseURL: database, storage: storage) { config in
-      config.addressGuard = try! AddressGuard(allowList: "127.0.0.1")
+      config.addressPolicy = try! AddressPolicy(allowList: "127.0.0.1")
     }
     #expect(totals.succeeded == 1)
     #expect(totals.failed == cases.count - 1)
@@ -171,7 +171,7 @@ struct EndToEndTests {
     let url = origin.url("/status/200")
     try sql(database, "SELECT thumbs.enqueue($1)", [url])
     _ = try await drainQueue(databaseURL: database, storage: try makeTemporaryDirectory()) { config in
-      config.addressGuard = AddressGuard()
+      config.addressPolicy = AddressPolicy()
     }
     let row = try sql(database, "SELECT state, error_code FROM thumbs.jobs").rows[0]
     #expect(row == ["failed", "blocked_source"])

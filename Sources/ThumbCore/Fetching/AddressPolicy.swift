@@ -2,7 +2,7 @@
 /// influence, so without this a URL could make the worker read cloud metadata (169.254.169.254) or
 /// internal services. The check runs on the address actually connected to (see Fetch), so DNS
 /// rebinding and redirects cannot get around it.
-public struct AddressGuard: Sendable {
+public struct AddressPolicy: Sendable {
   /// Host names (exact, case-insensitive) and networks exempt from the block (`--allow-hosts`).
   public var allowedHosts: Set<String>
   public var allowedNetworks: [IPNetwork]

@@ -3,8 +3,8 @@ import Testing
 
 @testable import ThumbCore
 
-@Suite struct AddressGuardTests {
-  let guardDefault = AddressGuard()
+@Suite struct AddressPolicyTests {
+  let guardDefault = AddressPolicy()
 
   @Test(arguments: [
     "127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
@@ -21,12 +21,12 @@ import Testing
   }
 
   @Test func allowListExemptsHostsAndNetworks() throws {
-    let allowing = try AddressGuard(allowList: "127.0.0.1, 10.1.0.0/16 origin.internal")
+    let allowing = try AddressPolicy(allowList: "127.0.0.1, 10.1.0.0/16 origin.internal")
     #expect(allowing.permits(address: IPAddress("127.0.0.1")!, host: "localhost"))
     #expect(allowing.permits(address: IPAddress("10.1.2.3")!, host: nil))
     #expect(!allowing.permits(address: IPAddress("10.2.0.1")!, host: nil))
     #expect(allowing.permits(address: IPAddress("192.168.0.9")!, host: "origin.internal"))
-    #expect(throws: AddressGuard.ParseError.self) { try AddressGuard(allowList: "10.0.0.0/99") }
+    #expect(throws: AddressPolicy.ParseError.self) { try AddressPolicy(allowList: "10.0.0.0/99") }
   }
 
   @Test func parsesAddressForms() {

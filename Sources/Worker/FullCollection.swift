@@ -8,7 +8,7 @@ import ThumbCore
 /// run, makes the orphans older than the grace candidates and runs collection passes until nothing
 /// more is due. Every delete goes through the same fenced passes as the workers' collectors, so it is
 /// safe against a live fleet: an object something names again meanwhile is kept.
-public struct StorageSweep: Sendable {
+public struct FullCollection: Sendable {
   public let queue: JobQueue
   public let store: any ThumbnailStore
   public let graceSeconds: Double
