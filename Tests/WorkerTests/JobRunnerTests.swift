@@ -41,7 +41,8 @@ import ThumbCore
   }
 
   static let made = JobResult(variants: [
-    VariantRecord(name: "thumb", width: 100, height: 75, format: "jpeg", bytes: 900, storageKey: "ab/cd/x.jpg")
+    VariantRecord(
+      name: "thumb", width: 100, height: 75, format: "jpeg", bytes: 900, storageKey: "ab/cd/x.jpg")
   ])
 
   func runner(slots: Int = 1, _ handler: Handler, _ writer: Writer) -> JobRunner {
