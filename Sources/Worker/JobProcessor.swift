@@ -64,41 +64,55 @@ public struct JobProcessor: Sendable {
     }
   }
 
+  /// A job's stages: the render of its group (fetch, reuse, admit, render: `render`), then, unless it
+  /// took an earlier job's variants, store.
   public func process(_ job: LeasedJob, _ life: JobLife) async throws(JobError) -> JobResult {
     let profile = try ProfileSpec.parse(job)
     // The URL's other jobs leased with this one render with it (HeldJobs decides who leads).
     let role = life.joinRender(job)
-    let made = try await renders.variants(for: job, own: profile.variants, role: role, life: life) {
+    let variants = try await renders.variants(for: job, own: profile.variants, role: role, life: life) {
       (specs, alone) throws(JobError) -> SharedRenders.Variants? in
       // Only a job alone in its group may take an earlier job's variants instead of rendering.
-      let reuse = alone ? reuse.map { reuse in (reuse, job.profileSpec) } : nil
-      while true {
-        switch try await render(job.sourceURL, specs, posterAt: profile.posterAt, reusing: reuse, life: life)
-        {
-        case .rendered(let rendered): return .rendered(rendered)
-        case .reused(let result): return .reused(result)
-        case .abandoned: return nil
-        case .yielded(let weight):
-          // Our original was in the way of the decode first in line: it is gone now. Wait our turn
-          // holding nothing (the whole cost, original included), then fetch it again.
-          switch await memory?.acquire(weight, whenQueued: { life.stepAside(.awaitingMemory) }) ?? .granted {
-          case .granted: memory?.release(weight)
-          case .cancelled: return nil
-          case .neverFits, .yield: break  // render() says so, next time round
-          }
-        }
-      }
+      try await render(job, specs, posterAt: profile.posterAt, reusing: alone ? reuse : nil, life: life)
     }
-    let rendered: SharedRenders.Rendered
-    switch made {
+    switch variants {
     case .reused(let result):
       metrics?.reusedRender()
       return result
-    case .rendered(let made): rendered = made
+    case .rendered(let rendered):
+      return try await stored(rendered, of: job, life: life)
     }
-    // The job's CPU work is done: storing waits on the storage, and then the outcome on the database.
-    // Its slot goes to the next job meanwhile, whose lease, fetch and decode then overlap this job's
-    // writes instead of following them (docs/benchmarks/scaling.md).
+  }
+
+  /// Renders `specs` from the job's original, or takes an earlier job's variants; nil when the job was
+  /// abandoned while it waited for memory. An original given up for the decode first in line (a
+  /// yield) waits its turn holding nothing (its whole cost, original included), then is fetched again.
+  private func render(
+    _ job: LeasedJob, _ specs: [VariantSpec], posterAt: Double?, reusing: RenderReuse?, life: JobLife
+  ) async throws(JobError) -> SharedRenders.Variants? {
+    let reusing = reusing.map { ($0, job.profileSpec) }
+    while true {
+      switch try await renderOnce(job.sourceURL, specs, posterAt: posterAt, reusing: reusing, life: life) {
+      case .rendered(let rendered): return .rendered(rendered)
+      case .reused(let result): return .reused(result)
+      case .abandoned: return nil
+      case .yielded(let weight):
+        switch await memory?.acquire(weight, whenQueued: { life.stepAside(.awaitingMemory) }) ?? .granted {
+        case .granted: memory?.release(weight)
+        case .cancelled: return nil
+        case .neverFits, .yield: break  // renderOnce says so, next time round
+        }
+      }
+    }
+  }
+
+  /// Stores what was rendered and makes the job's result. The job's CPU work is done: storing waits on
+  /// the storage, and then the outcome on the database. Its slot goes to the next job meanwhile, whose
+  /// lease, fetch and decode then overlap this job's writes instead of following them
+  /// (docs/benchmarks/scaling.md).
+  private func stored(
+    _ rendered: SharedRenders.Rendered, of job: LeasedJob, life: JobLife
+  ) async throws(JobError) -> JobResult {
     life.stepAside(.storing)
     let storing = ContinuousClock.now
     let records = try await store(rendered.variants, life: life)
@@ -165,13 +179,60 @@ public struct JobProcessor: Sendable {
     case yielded(Int)
   }
 
-  /// Fetches the original at `url`, decodes it once and renders `variants`, under the memory budget.
-  /// With `reusing`, first looks for an earlier job with the same render key (the original's SHA-256
-  /// with the job's profile spec), and takes its variants instead when there is one.
-  private func render(
-    _ url: String, _ variants: [VariantSpec], posterAt: Double?, reusing: (RenderReuse, String)? = nil,
+  /// One attempt at the render, in its stages: fetch the original at `url`; with `reusing`, look for an
+  /// earlier job with the same render key (the original's SHA-256 with the job's profile spec) and take
+  /// its variants when there is one; admit the decode under the memory budget; decode once and render
+  /// `variants`.
+  private func renderOnce(
+    _ url: String, _ variants: [VariantSpec], posterAt: Double?, reusing: (RenderReuse, String)?,
     life: JobLife
   ) async throws(JobError) -> RenderAttempt {
+    let (original, fetchSeconds) = try await fetch(url, posterAt: posterAt, life: life)
+    // The original's bytes are already counted (its MemoryHold), for as long as `original` lives: keep
+    // it alive until the render is done, and reserve only the rest of the cost.
+    defer { withExtendedLifetime(original) {} }
+    var sourceHash = original.sha256
+    if let (reuse, spec) = reusing {
+      let bytes = original.bytes
+      let hash: String
+      if let known = sourceHash { hash = known } else { hash = await pool.run { Digest.sha256Hex(bytes) } }
+      sourceHash = hash
+      if var found = await reused(
+        RenderKey.make(source: hash, spec: spec, storage: store.identity), reuse, life)
+      {
+        found.stageTimes = StageTimes(fetch: fetchSeconds)
+        return .reused(found)
+      }
+    }
+    let admission: Admission
+    switch try await admit(original, variants, life: life) {
+    case .admitted(let admitted): admission = admitted
+    case .abandoned: return .abandoned
+    case .yielded(let cost): return .yielded(cost)
+    }
+    defer { if let memory, admission.reserved { memory.release(admission.weight) } }
+    life.enter(.rendering)
+    let (thumbnailer, bytes, economical, hash) = (
+      self.thumbnailer, original.bytes, admission.economical, sourceHash
+    )
+    let rendered = try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
+      let (info, made) = try thumbnailer.render(
+        bytes, variants: variants, economical: economical, posterAt: posterAt)
+      return (info, made, hash, fetchSeconds)
+    }
+    if let metrics {
+      for stage in [Stage.decode, .resize, .encode] {
+        metrics.stage(stage, seconds: rendered.info.timings[stage] ?? 0)
+      }
+    }
+    return .rendered(rendered)
+  }
+
+  /// The fetch stage: the original at `url` (downloaded, revalidated or from the cache), with the poster's
+  /// keyframe a profile asks for, and the seconds it took.
+  private func fetch(
+    _ url: String, posterAt: Double?, life: JobLife
+  ) async throws(JobError) -> (FetchedOriginal, Double) {
     life.enter(.fetching)
     let fetching = ContinuousClock.now
     var (original, delivery) = try await originals.original(for: url)
@@ -184,26 +245,46 @@ public struct JobProcessor: Sendable {
     }
     let fetchSeconds = fetching.duration(to: .now).inSeconds
     metrics?.stage(.fetch, seconds: fetchSeconds)
-    let bytes = original.bytes
-    var sourceHash = original.sha256
-    if let (reuse, spec) = reusing {
-      if sourceHash == nil { sourceHash = await pool.run { Digest.sha256Hex(bytes) } }
-      let key = RenderKey.make(source: sourceHash!, spec: spec, storage: store.identity)
-      // A job here is rendering the same: its outcome, once written, is what we would find. Its slot
-      // goes to another job meanwhile (the wait is short: HeldJobs.Settings.reusePatience).
-      await life.awaitOthersRendering(key)
-      if var found = await reuse.find(key) {
-        found.stageTimes = StageTimes(fetch: fetchSeconds)
-        return .reused(found)
-      }
-      // We render it: a duplicate behind us waits for our outcome instead of rendering it too.
-      life.renders(key)
-    }
-    // The original's bytes are already counted (its MemoryHold), for as long as `original` lives: keep
-    // it alive until the render is done, and reserve only the rest of the cost.
-    defer { withExtendedLifetime(original) {} }
+    return (original, fetchSeconds)
+  }
+
+  /// The reuse stage: an earlier job's variants under `key`, or nil (the job renders them itself).
+  private func reused(_ key: String, _ reuse: RenderReuse, _ life: JobLife) async -> JobResult? {
+    // A job here is rendering the same: its outcome, once written, is what we would find. Its slot goes
+    // to another job meanwhile (the wait is short: HeldJobs.Settings.reusePatience).
+    await life.awaitOthersRendering(key)
+    if let found = await reuse.find(key) { return found }
+    // We render it: a duplicate behind us waits for our outcome instead of rendering it too.
+    life.renders(key)
+    return nil
+  }
+
+  /// What the admission stage reserved for a decode.
+  struct Admission {
+    /// Bytes reserved beyond what the original already holds.
+    var weight: Int
+    /// Whether the budget holds them (false: no budget, or nothing to reserve).
+    var reserved: Bool
+    /// The decode keeps only the pixels the largest variant needs (the cheaper route).
+    var economical: Bool
+  }
+
+  enum AdmissionResult {
+    case admitted(Admission)
+    /// The job was abandoned while it waited for memory.
+    case abandoned
+    /// The job let its original go for the decode first in line; its whole cost.
+    case yielded(Int)
+  }
+
+  /// The admission stage: predicts the decode's peak memory and waits for it under the budget (the job
+  /// leaves its core to another job meanwhile). Over the budget even by the cheaper route:
+  /// over_memory_budget.
+  private func admit(
+    _ original: FetchedOriginal, _ variants: [VariantSpec], life: JobLife
+  ) async throws(JobError) -> AdmissionResult {
     // Reading a header can take libheif or libspng and a copy of the file: on the pool.
-    let (thumbnailer, capacity) = (self.thumbnailer, memory?.capacity)
+    let (thumbnailer, capacity, bytes) = (self.thumbnailer, memory?.capacity, original.bytes)
     let (cost, economical) = await pool.run { () -> (Int, Bool) in
       let usual = thumbnailer.predictedPeak(of: bytes, variants: variants)?.total ?? 0
       // The cheaper route: a smaller decode that still has every pixel the variants need.
@@ -217,35 +298,20 @@ public struct JobProcessor: Sendable {
     }
     let held = min(cost, original.hold?.bytes ?? 0)
     let weight = cost - held
-    if let memory, cost > 0 {
-      // Waiting for memory, the job leaves its core to another job.
-      switch await memory.acquire(weight, held: held, whenQueued: { life.stepAside(.awaitingMemory) }) {
-      case .granted: break
-      case .cancelled: return .abandoned
-      case .yield: return .yielded(cost)
-      case .neverFits:
-        throw JobError(
-          .overMemoryBudget,
-          "decoding needs about \(ByteSize.format(cost))"
-            + "\(economical ? " even at the smallest scale that serves" : ""), "
-            + "more than the \(ByteSize.format(memory.capacity)) --memory-budget")
-      }
+    guard let memory, cost > 0 else {
+      return .admitted(Admission(weight: weight, reserved: false, economical: economical))
     }
-    defer { if let memory, cost > 0 { memory.release(weight) } }
-    life.enter(.rendering)
-    let route = economical
-    let hash = sourceHash
-    let rendered = try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
-      let (info, made) = try thumbnailer.render(
-        bytes, variants: variants, economical: route, posterAt: posterAt)
-      return (info, made, hash, fetchSeconds)
+    switch await memory.acquire(weight, held: held, whenQueued: { life.stepAside(.awaitingMemory) }) {
+    case .granted: return .admitted(Admission(weight: weight, reserved: true, economical: economical))
+    case .cancelled: return .abandoned
+    case .yield: return .yielded(cost)
+    case .neverFits:
+      throw JobError(
+        .overMemoryBudget,
+        "decoding needs about \(ByteSize.format(cost))"
+          + "\(economical ? " even at the smallest scale that serves" : ""), "
+          + "more than the \(ByteSize.format(memory.capacity)) --memory-budget")
     }
-    if let metrics {
-      for stage in [Stage.decode, .resize, .encode] {
-        metrics.stage(stage, seconds: rendered.info.timings[stage] ?? 0)
-      }
-    }
-    return .rendered(rendered)
   }
 }
 
