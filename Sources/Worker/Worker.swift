@@ -139,19 +139,8 @@ public final class Worker: Sendable {
     let context = ServiceContext(
       runner: runner, readiness: readiness, shutdown: shutdown, metrics: metrics, config: config,
       logger: logger)
-    var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-    // A service that ends (the producer, drained) or fails (the endpoint cannot bind) stops the others
-    // gracefully: jobs are handed back, never dropped; and the stop watchdog starts counting.
-    func add(_ name: String, _ make: (ServiceActivity.Reporter) -> any Service) {
-      let reporter = activity.reporter(for: name)
-      let tracked = TrackedService(service: make(reporter), reporter: reporter) {
-        watchdog.arm(because: "the \(name) service ended")
-      }
-      var service = ServiceGroupConfiguration.ServiceConfiguration(service: tracked, serviceName: name)
-      service.successTerminationBehavior = .gracefullyShutdownGroup
-      service.failureTerminationBehavior = .gracefullyShutdownGroup
-      services.append(service)
-    }
+    var services = ServiceList(activity: activity, watchdog: watchdog)
+    func add(_ name: String, _ make: (ServiceActivity.Reporter) -> any Service) { services.add(name, make) }
     add("transfers") { TransferThreadService(multi: multi, activity: $0) }
     if let address = config.httpAddress {
       readiness.expectEndpoint()
@@ -176,23 +165,8 @@ public final class Worker: Sendable {
       ListenerService(
         listener: listener, wake: runner.wake, notified: runner.notified, pool: pool, activity: $0)
     }
-    var webhookQueue: JobQueue?
-    if let url = config.webhookURL, let secrets = config.webhookSecrets {
-      let queue = connect(false)
-      webhookQueue = queue
-      let events = NotificationListener(
-        conninfo: config.databaseURL, channel: "thumbs_events", liveness: config.databaseLiveness,
-        group: connections)
-      let wake = WakeSignal()
-      add("event-listener") { ListenerService(listener: events, wake: wake, pool: pool, activity: $0) }
-      add("webhooks") {
-        WebhookSender(
-          queue: queue, url: url, secrets: secrets,
-          permitsAddress: config.webhookAddressPolicy.policy(host: URLComponents(string: url)?.host),
-          settings: config.webhookDelivery, multi: multi, wake: wake, metrics: metrics, logger: logger,
-          activity: $0)
-      }
-    }
+    let webhookQueue = addWebhooks(
+      to: &services, queue: { connect(false) }, connections: connections, pool: pool, multi: multi)
     defer { webhookQueue?.client.close() }
     add("keeper") {
       Keeper(queue: keeperQueue, context: context, record: record, listener: listener, activity: $0)
@@ -208,11 +182,40 @@ public final class Worker: Sendable {
         "CMYK profile missing: CMYK JPEGs without a profile of their own get a naive conversion",
         metadata: ["path": "\(DefaultCMYKProfile.path)", "fix": "apt-get install libgs-common"])
     }
-    // No signals here: the command owns them from its first line (StopSignals) and turns them into
-    // `shutdown` requests, which this group follows like any other.
-    var groupConfig = ServiceGroupConfiguration(services: services, logger: logger)
+    var groupConfig = ServiceGroupConfiguration(services: services.services, logger: logger)
     groupConfig.logging.keys.serviceKey = "service"
     let group = ServiceGroup(configuration: groupConfig)
+    stopOnRequest(group, watchdog: watchdog, readiness: readiness)
+    try await group.run()
+    return report(handler: handler, originals: originals)
+  }
+
+  /// With a webhook URL: a LISTEN on thumbs_events and the webhook sender, on a connection of their own
+  /// (returned, for closing once the group has stopped).
+  private func addWebhooks(
+    to services: inout ServiceList, queue connect: () -> JobQueue, connections: DatabaseConnections,
+    pool: BlockingPool, multi: CurlMulti
+  ) -> JobQueue? {
+    guard let url = config.webhookURL, let secrets = config.webhookSecrets else { return nil }
+    let queue = connect()
+    let events = NotificationListener(
+      conninfo: config.databaseURL, channel: "thumbs_events", liveness: config.databaseLiveness,
+      group: connections)
+    let wake = WakeSignal()
+    services.add("event-listener") { ListenerService(listener: events, wake: wake, pool: pool, activity: $0) }
+    services.add("webhooks") { [config, metrics, logger] in
+      WebhookSender(
+        queue: queue, url: url, secrets: secrets,
+        permitsAddress: config.webhookAddressPolicy.policy(host: URLComponents(string: url)?.host),
+        settings: config.webhookDelivery, multi: multi, wake: wake, metrics: metrics, logger: logger,
+        activity: $0)
+    }
+    return queue
+  }
+
+  /// A stop request (the command turns signals into them: StopSignals) stops the group gracefully and
+  /// arms the stop watchdog.
+  private func stopOnRequest(_ group: ServiceGroup, watchdog: StopWatchdog, readiness: Readiness) {
     shutdown.onRequest { [logger, shutdown] in
       logger.notice("stop requested", metadata: ["reason": "\(shutdown.reason ?? "requested")"])
       watchdog.arm(because: "stop requested")
@@ -221,8 +224,10 @@ public final class Worker: Sendable {
       // Remembered by the group if it has not started running yet.
       Task { await group.triggerGracefulShutdown() }
     }
-    try await group.run()
+  }
 
+  /// The counts the run ends with, logged.
+  private func report(handler: any JobHandler, originals: OriginalSource) -> WorkerCounters {
     var result = metrics.counters
     if let processor = handler as? JobProcessor {
       (result.decodes, result.sharedDecodes) = processor.renders.decodes
@@ -277,5 +282,25 @@ public final class Worker: Sendable {
           "could not record the original", metadata: ["url": "\(SourceURL.shown(url))", "error": "\(error)"])
       }
     }
+  }
+}
+
+/// The worker's services in start order, each tracked for the stop watchdog. A service that ends (the
+/// producer, drained) or fails (the endpoint cannot bind) stops the others gracefully: jobs are handed
+/// back, never dropped; and the stop watchdog starts counting.
+private struct ServiceList {
+  let activity: ServiceActivity
+  let watchdog: StopWatchdog
+  var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+
+  mutating func add(_ name: String, _ make: (ServiceActivity.Reporter) -> any Service) {
+    let reporter = activity.reporter(for: name)
+    let tracked = TrackedService(service: make(reporter), reporter: reporter) { [watchdog] in
+      watchdog.arm(because: "the \(name) service ended")
+    }
+    var service = ServiceGroupConfiguration.ServiceConfiguration(service: tracked, serviceName: name)
+    service.successTerminationBehavior = .gracefullyShutdownGroup
+    service.failureTerminationBehavior = .gracefullyShutdownGroup
+    services.append(service)
   }
 }
