@@ -95,8 +95,14 @@ public struct HeldJobs<Work, Made> {
     case follow(leader: Work)
   }
 
+  /// What the rules read of a held job (the job itself stays with its work: an entry is copied at
+  /// every look, and its profile spec and other strings would be copied with it).
   fileprivate struct Entry {
-    var job: LeasedJob
+    var lease: JobLease
+    var url: String
+    var attempt: Int
+    var maxAttempts: Int
+    var owner: String?
     var work: Work
     var phase: JobPhase
     var since: ContinuousClock.Instant
@@ -110,8 +116,6 @@ public struct HeldJobs<Work, Made> {
     var awaitingKey: String?
     /// The render group it belongs to.
     var group: UInt64?
-
-    var lease: JobLease { job.lease }
   }
 
   fileprivate struct RenderGroup {
@@ -164,7 +168,7 @@ public struct HeldJobs<Work, Made> {
   public var snapshot: [HeldJob] {
     entries.values.sorted { $0.lease.id < $1.lease.id }.map {
       HeldJob(
-        id: $0.job.id, attempt: $0.job.attempt, phase: $0.phase, since: $0.since,
+        id: $0.lease.id, attempt: $0.attempt, phase: $0.phase, since: $0.since,
         holdsSlot: slotHolders.contains($0.lease))
     }
   }
@@ -183,7 +187,10 @@ public struct HeldJobs<Work, Made> {
       let source = SourceURL.identity(job.sourceURL)
       let group = openGroups[source] ?? openGroup(source: source)
       groups[group]?.members.append(job.lease)
-      entries[job.id] = Entry(job: job, work: work, phase: .awaitingSlot, since: now, group: group)
+      entries[job.id] = Entry(
+        lease: job.lease, url: job.sourceURL, attempt: job.attempt, maxAttempts: job.maxAttempts,
+        owner: job.owner,
+        work: work, phase: .awaitingSlot, since: now, group: group)
       slotQueue.append(job.lease)
     }
     return actions + grantSlots(now: now)
@@ -236,7 +243,7 @@ public struct HeldJobs<Work, Made> {
   public mutating func released(_ lease: JobLease) -> [Action] {
     guard let entry = entry(lease) else { return [] }
     return remove(entry, abandoning: nil)
-      + (entry.prefetched ? [.dropPrefetch(url: entry.job.sourceURL)] : [])
+      + (entry.prefetched ? [.dropPrefetch(url: entry.url)] : [])
       + [.wakeProducer]
   }
 
@@ -377,7 +384,7 @@ public struct HeldJobs<Work, Made> {
       guard var entry = entry(lease), !entry.prefetched else { continue }
       entry.prefetched = true
       entries[lease.id] = entry
-      actions.append(.prefetch(url: entry.job.sourceURL))
+      actions.append(.prefetch(url: entry.url))
     }
     return actions
   }
@@ -386,10 +393,10 @@ public struct HeldJobs<Work, Made> {
   private func nextForSlot() -> Int? {
     guard slotQueue.count > 1 else { return slotQueue.indices.first }
     var atWork: [String?: Int] = [:]
-    for entry in entries.values where entry.working { atWork[entry.job.owner, default: 0] += 1 }
+    for entry in entries.values where entry.working { atWork[entry.owner, default: 0] += 1 }
     var best: (index: Int, count: Int)?
     for (index, lease) in slotQueue.enumerated() {
-      let count = atWork[entries[lease.id]?.job.owner ?? nil, default: 0]
+      let count = atWork[entries[lease.id]?.owner ?? nil, default: 0]
       if count < best?.count ?? .max { best = (index, count) }
       if count == 0 { break }
     }
@@ -457,7 +464,7 @@ public struct HeldJobs<Work, Made> {
         failure, retryAfter: settings.refusalBackoff.seconds(afterFailures: refusalStreak, unit: unit))
     }
     switch settings.retryPolicy.decide(
-      code: failure.code, attempt: entry.job.attempt, maxAttempts: entry.job.maxAttempts, unit: unit)
+      code: failure.code, attempt: entry.attempt, maxAttempts: entry.maxAttempts, unit: unit)
     {
     case .retry(let seconds):
       return .failed(failure, retryAfter: max(seconds, failure.retryNotBeforeSeconds ?? 0))
