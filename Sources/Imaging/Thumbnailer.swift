@@ -102,13 +102,6 @@ public struct Thumbnailer: Sendable {
     (decoder as? VideoSource)?.posterAt = posterAt
     let header = decoder.header
     let upright = header.uprightSize
-    // The ThumbHash is one more (tiny) variant of the cascade; its result is hashed, not encoded.
-    let all =
-      variants + [
-        VariantSpec(
-          name: "", width: ThumbHash.maxSide, height: ThumbHash.maxSide, fit: .inside, format: .png,
-          quality: 100)
-      ]
     let decoded = try decoder.decode(
       requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants),
       margin: economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin)
@@ -120,7 +113,9 @@ public struct Thumbnailer: Sendable {
     // transparent colour, shown over an opaque first one): the decoder drops alpha that is all opaque.
     let hasAlpha = header.hasAlpha && decoded.image.model.hasAlpha
     let decodedUpright = orientation.uprightSize(of: decoded.image.size)
-    let steps = RenderPlanner.steps(original: upright, decoded: decodedUpright, variants: all)
+    // The ThumbHash's picture is one more (tiny) step of the cascade; its result is hashed, not encoded.
+    let steps = RenderPlanner.steps(
+      original: upright, decoded: decodedUpright, variants: variants, thumbHash: true)
     // Smart crops go last: their window is chosen on the analysis picture, which is made from a
     // whole-frame result of an earlier step. A crop feeds no other step, so nothing else changes.
     let smartCrops = Set(
@@ -138,9 +133,22 @@ public struct Thumbnailer: Sendable {
     for step in ordered {
       let source = step.source.flatMap { images[$0] } ?? decoded.image
       let sourceUpright = orientation.uprightSize(of: source.size)
-      let isHash = step.variant == variants.count
-      let spec = all[step.variant]
+      // Keep only what a later step or the analysis reads.
+      let kept = steps.contains { $0.source == step.variant } || analysisStep?.source == step.variant
       mark = .now
+      if step.thumbHash {
+        let image = Resampler.resample(
+          source, region: orientation.storedRegion(step.region, upright: sourceUpright),
+          to: orientation.uprightSize(of: step.output),
+          outputSubsampling: Array(repeating: .none, count: source.planes.count), chromaShift: (0, 0))
+        timings.add(mark.secondsSince, to: .resize)
+        mark = .now
+        thumbHash = output.thumbHash(of: image, orientation: orientation)
+        if kept { images[step.variant] = image }
+        timings.add(mark.secondsSince, to: .encode)
+        continue
+      }
+      let spec = variants[step.variant]
       var uprightRegion = step.region
       if let analysisStep, smartCrops.contains(step.variant) {
         let picture =
@@ -155,7 +163,7 @@ public struct Thumbnailer: Sendable {
       let region = orientation.storedRegion(uprightRegion, upright: sourceUpright)
       let size = orientation.uprightSize(of: step.output)  // the output as stored (a swap undoes a swap)
       let format = spec.format.resolved(sourceHasAlpha: hasAlpha)
-      let direct = !isHash && output.encodesPlanes(format)
+      let direct = output.encodesPlanes(format)
       let image = Resampler.resample(
         source, region: region, to: size,
         outputSubsampling: direct
@@ -164,18 +172,11 @@ public struct Thumbnailer: Sendable {
       timings.add(mark.secondsSince, to: .resize)
       mark = .now
       defer { timings.add(mark.secondsSince, to: .encode) }
-      if isHash {
-        thumbHash = output.thumbHash(of: image, orientation: orientation)
-      } else {
-        let bytes = try output.encode(
-          image, orientation: orientation, spec: spec, format: format, direct: direct)
-        rendered[step.variant] = RenderedVariant(
-          name: spec.name, size: step.output, format: format, data: bytes)
-      }
-      // Keep only what a later step or the analysis reads.
-      if steps.contains(where: { $0.source == step.variant }) || analysisStep?.source == step.variant {
-        images[step.variant] = image
-      }
+      let bytes = try output.encode(
+        image, orientation: orientation, spec: spec, format: format, direct: direct)
+      rendered[step.variant] = RenderedVariant(
+        name: spec.name, size: step.output, format: format, data: bytes)
+      if kept { images[step.variant] = image }
     }
     // An animated original's animated variants: the stills above become animations. A still's work was
     // one frame's, and for a smart crop it chose the window the animation keeps.

@@ -57,6 +57,22 @@ import ThumbCore
     #expect(wideSteps.first { $0.variant == 4 }?.source == nil)
   }
 
+  /// The ThumbHash's picture is a step of the cascade, not a variant: the last, made from the smallest
+  /// whole frame with twice its detail.
+  @Test func theThumbHashIsOneMoreStepOfTheCascade() {
+    let original = PixelSize(width: 4000, height: 3000)
+    let steps = RenderPlanner.steps(
+      original: original, decoded: original, variants: variants, thumbHash: true)
+    #expect(steps.map(\.variant) == [0, 1, 3, 2, 4])
+    #expect(steps.map(\.thumbHash) == [false, false, false, false, true])
+    #expect(steps.last?.source == 2, "from small (320x240), at least 2x its 100x75")
+    #expect(steps.last?.output == PixelSize(width: 100, height: 75))
+    #expect(
+      Array(steps.dropLast())
+        == RenderPlanner.steps(original: original, decoded: original, variants: variants),
+      "the variants' steps do not change")
+  }
+
   @Test func regionsMapIntoAScaledDecode() {
     let original = PixelSize(width: 8000, height: 6000)
     let decoded = PixelSize(width: 4000, height: 3000)

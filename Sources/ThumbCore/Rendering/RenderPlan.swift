@@ -89,20 +89,31 @@ public enum RenderPlanner {
   }
 
   /// One resample: variant `variant` is made from `source` (nil = the decoded image, otherwise an earlier
-  /// variant's output), taking `region` of that source image.
+  /// step's output), taking `region` of that source image. The ThumbHash's step (`thumbHash`) comes
+  /// after the variants: its `variant` is the number of variants.
   public struct Step: Hashable, Sendable {
     public var variant: Int
     public var source: Int?
     public var region: Region
     public var output: PixelSize
+    /// The step makes the ThumbHash's picture: its pixels are hashed, not encoded.
+    public var thumbHash = false
   }
+
+  /// The ThumbHash's picture: one more whole-frame step of the cascade, at most `ThumbHash.maxSide` on
+  /// each side (a result later, smaller steps may be made from, like any whole frame).
+  public static let thumbHashBox = PixelSize(width: ThumbHash.maxSide, height: ThumbHash.maxSide)
 
   /// The steps, largest variant first. `original` is the upright full-resolution size (outputs are
   /// defined by it, so a scaled decode never changes a variant's size); `decoded` is the upright size of
   /// the decoded image. A variant is made from the smallest earlier full-frame result that still has
-  /// `reductionMargin` times the detail it needs, else from the decode.
-  public static func steps(original: PixelSize, decoded: PixelSize, variants: [VariantSpec]) -> [Step] {
-    let layouts = variants.map { VariantLayout.make(source: original, box: $0.box, fit: $0.fit) }
+  /// `reductionMargin` times the detail it needs, else from the decode. `thumbHash`: the ThumbHash's
+  /// picture is one of the steps.
+  public static func steps(
+    original: PixelSize, decoded: PixelSize, variants: [VariantSpec], thumbHash: Bool = false
+  ) -> [Step] {
+    let targets = variants.map { (box: $0.box, fit: $0.fit) } + (thumbHash ? [(thumbHashBox, .inside)] : [])
+    let layouts = targets.map { VariantLayout.make(source: original, box: $0.box, fit: $0.fit) }
     let order = layouts.indices.sorted { (layouts[$0].scale, -$0) > (layouts[$1].scale, -$1) }
 
     // Candidate sources: (variant index or nil, x and y scale relative to the original).
@@ -121,9 +132,9 @@ public enum RenderPlanner {
       steps.append(
         Step(
           variant: i, source: chosen.index, region: layout.region.scaled(x: chosen.sx, y: chosen.sy),
-          output: layout.output))
+          output: layout.output, thumbHash: i == variants.count))
       // Only whole-picture results can feed later variants: a crop has lost part of the frame.
-      if variants[i].fit == .inside {
+      if targets[i].fit == .inside {
         candidates.append(
           (
             i, Double(layout.output.width) / Double(original.width),
