@@ -1,4 +1,5 @@
-# Entry points for developers and CI; the scripts in scripts/ do the real work.
+# Entry points for developers and CI. scripts/ builds, installs and runs what the project needs;
+# tools/ holds the quality tools (chaos, failover, stop-at-start, the bad-input sweep); bench/ the benchmarks.
 
 SWIFT ?= swift
 # Extra arguments for `swift test`, e.g. make test SWIFT_TEST_FLAGS='--filter FetchTests'
@@ -31,7 +32,7 @@ CHAOS_ARGS ?=
 chaos: release
 	scripts/install-deps.sh
 	scripts/sample-photos.sh demo/originals 20
-	python3 scripts/chaos.py --thumbd "$$($(SWIFT) build -c release --show-bin-path)/thumbd" \
+	python3 tools/chaos.py --thumbd "$$($(SWIFT) build -c release --show-bin-path)/thumbd" \
 	  --photos demo/originals $(CHAOS_ARGS)
 
 # A failover whose primary's host vanishes (no RST, no FIN) under a working fleet: a primary and a
@@ -42,7 +43,7 @@ FAILOVER_ARGS ?=
 failover: release
 	scripts/install-deps.sh
 	scripts/sample-photos.sh demo/originals 20
-	python3 scripts/failover.py --thumbd "$$($(SWIFT) build -c release --show-bin-path)/thumbd" \
+	python3 tools/failover.py --thumbd "$$($(SWIFT) build -c release --show-bin-path)/thumbd" \
 	  --photos demo/originals $(FAILOVER_ARGS)
 
 # The bad-input sweep: mutations of valid photos of every input format (and ../shared/corpus/invalid
@@ -52,7 +53,7 @@ failover: release
 SWEEP_ARGS ?=
 sweep: release
 	scripts/install-deps.sh
-	python3 scripts/sweep.py --thumbd "$$($(SWIFT) build -c release --show-bin-path)/thumbd" \
+	python3 tools/sweep.py --thumbd "$$($(SWIFT) build -c release --show-bin-path)/thumbd" \
 	  --out-json /tmp/sweep.json $(SWEEP_ARGS)
 
 format:

@@ -33,7 +33,7 @@ packages=(
   libgs-common
 )
 # For the tests only: PgBouncerTests runs Debian's PgBouncer, ContactSheetTests opens the demo's page in
-# headless Chromium, the S3 test server lives in a virtualenv, and the chaos driver (scripts/chaos.py)
+# headless Chromium, the S3 test server lives in a virtualenv, and the chaos driver (tools/chaos.py)
 # drops packets with iptables and checks every stored thumbnail with djpeg.
 test_packages=(
   python3-venv

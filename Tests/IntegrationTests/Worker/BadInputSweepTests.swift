@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The short bad-input sweep: scripts/sweep.py mutates valid photos of every input format (truncations,
+/// The short bad-input sweep: tools/sweep.py mutates valid photos of every input format (truncations,
 /// flipped bytes, broken markers, chunks and boxes, huge header sizes), adds ../shared/corpus/invalid
 /// when it is there, and sends each file through real `thumbd worker` processes. Each must end as a
 /// permanent, classified image error or a correct thumbnail: no crash, no hang, no job left running.
@@ -34,7 +34,7 @@ struct BadInputSweepTests {
     let (code, output) = try runProgram(
       "/usr/bin/timeout",
       [
-        "900", "python3", TestDatabase.repoRoot.appendingPathComponent("scripts/sweep.py").path,
+        "900", "python3", TestDatabase.repoRoot.appendingPathComponent("tools/sweep.py").path,
         "--thumbd", binary.path, "--mutations", "\(mutations)", "--seed", "1", "--workers", "2",
         "--out-json", summaryURL.path, "--findings", folder.appendingPathComponent("findings").path,
       ], withStandardError: true)

@@ -2,7 +2,7 @@ import Foundation
 import Imaging
 import Testing
 
-/// The short `make chaos`: scripts/chaos.py runs 4 workers, each in a network namespace of its own,
+/// The short `make chaos`: tools/chaos.py runs 4 workers, each in a network namespace of its own,
 /// through SIGKILLs, a SIGSTOP past the lease, a cut link, a slow and lossy link, a PostgreSQL restart
 /// and a 15 s PostgreSQL outage, and a SIGTERM to the fleet a moment after one worker restarted; then
 /// checks every invariant (docs/reliability.md). The long runs are `make chaos`.
@@ -34,7 +34,7 @@ struct ChaosTests {
     let (code, output) = try runProgram(
       "/usr/bin/timeout",
       [
-        "600", "python3", TestDatabase.repoRoot.appendingPathComponent("scripts/chaos.py").path,
+        "600", "python3", TestDatabase.repoRoot.appendingPathComponent("tools/chaos.py").path,
         "--thumbd", binary.path, "--photos", photos.path, "--workers", "4", "--jobs", "120",
         "--seconds", "40", "--lease-ttl", "3", "--seed", "1", "--json", summaryURL.path,
       ], withStandardError: true)

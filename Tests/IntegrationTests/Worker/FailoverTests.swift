@@ -2,7 +2,7 @@ import Foundation
 import Imaging
 import Testing
 
-/// The short `make failover`: scripts/failover.py runs a primary and a synchronous standby, each in a
+/// The short `make failover`: tools/failover.py runs a primary and a synchronous standby, each in a
 /// network namespace of its own, and two workers with a multi-host URL and their default database
 /// settings; the primary's host vanishes without a word while they work, the standby is promoted 3 s
 /// later. The first job finishes on the new primary within 30 s of the promotion, and every invariant
@@ -33,7 +33,7 @@ struct FailoverTests {
     let (code, output) = try runProgram(
       "/usr/bin/timeout",
       [
-        "400", "python3", TestDatabase.repoRoot.appendingPathComponent("scripts/failover.py").path,
+        "400", "python3", TestDatabase.repoRoot.appendingPathComponent("tools/failover.py").path,
         "--thumbd", binary.path, "--photos", photos.path, "--runs", "1", "--jobs", "60", "--json",
         summaryURL.path,
       ], withStandardError: true)

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// A worker's stop, from outside. SIGTERM at any point of its start-up ends in exit 0 (the short run of
-/// scripts/stop-at-start.py; its 200-try loop is in docs/reliability.md). A stop that cannot finish,
+/// tools/stop-at-start.py; its 200-try loop is in docs/reliability.md). A stop that cannot finish,
 /// because the database hangs without closing anything, ends in exit 70 once the grace plus the stop
 /// watchdog's margin have passed, and the log names the services still running and what each awaited.
 @Suite(
@@ -38,7 +38,7 @@ struct StopTests {
     let (code, output) = try runProgram(
       "/usr/bin/timeout",
       [
-        "600", "python3", TestDatabase.repoRoot.appendingPathComponent("scripts/stop-at-start.py").path,
+        "600", "python3", TestDatabase.repoRoot.appendingPathComponent("tools/stop-at-start.py").path,
         "--thumbd", binary.path, "--photos", photos.path, "--tries", "20", "--seed", "1", "--json",
         summaryURL.path,
       ], withStandardError: true)

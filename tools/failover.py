@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make failover: a PostgreSQL failover whose primary's host vanishes, under a working fleet.
 
-    scripts/failover.py --thumbd BIN --photos DIR [--runs 5] [--workers 2] [--jobs 120] [--json FILE]
+    tools/failover.py --thumbd BIN --photos DIR [--runs 5] [--workers 2] [--jobs 120] [--json FILE]
 
 Needs root (network namespaces). Hosts on a bridge at 10.78.0.1 (this machine's namespace: the origin,
 a webhook receiver, the driver): a primary PostgreSQL in a namespace of its own (10.78.0.2), a standby

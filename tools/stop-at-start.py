@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A worker stopped at every point of its start: SIGTERM must end it with exit 0 within the grace period.
 
-    scripts/stop-at-start.py --thumbd BIN --photos DIR [--tries 200] [--seed N] [--json FILE] [--keep DIR]
+    tools/stop-at-start.py --thumbd BIN --photos DIR [--tries 200] [--seed N] [--json FILE] [--keep DIR]
 
 A throwaway PostgreSQL, the loopback origin and a feeder that keeps enqueueing jobs (plain, flaky and slow
 downloads, shares of one photo, some due later), while two workers stay busy on the queue. Each try starts

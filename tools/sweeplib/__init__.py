@@ -1,4 +1,4 @@
-"""The bad-input sweep's code; scripts/sweep.py is the entry point (arguments, main).
+"""The bad-input sweep's code; tools/sweep.py is the entry point (arguments, main).
 
     common    the repository's path, the format families, log, run (a command), parse_size
     binary    big- and little-endian integers read from and written into bytes

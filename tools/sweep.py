@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The bad-input sweep (issue 16): broken photos of every input format through real thumbd workers.
 
-    scripts/sweep.py --thumbd BIN --out-json FILE [--mutations 5000] [--seeds DIR...] [--seed S]
+    tools/sweep.py --thumbd BIN --out-json FILE [--mutations 5000] [--seeds DIR...] [--seed S]
                      [--workers 2] [--job-timeout 60] [--timeout SECONDS] [--budget 256MiB]
                      [--max-pixels 100000000] [--shared DIR|none] [--findings DIR] [--keep DIR]
 
@@ -55,7 +55,7 @@ crash's, a hang's or a transient failure's file, with its mutator, the log lines
 `thumbd thumbnail` reproduction) go to --findings. Exit 0 when there are no crashes, no hangs and every
 failure is permanent; --out-json writes every figure and one record per file.
 
-This file is the entry point (the arguments, main); the code is in scripts/sweeplib/, one module per
+This file is the entry point (the arguments, main); the code is in tools/sweeplib/, one module per
 concern (seeds, each format's parsers and mutators, the run, the checks; sweeplib/__init__.py lists them).
 """
 

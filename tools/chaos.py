@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make chaos: a fleet of thumbd workers, each a host of its own, under fire; then the invariants.
 
-    scripts/chaos.py --thumbd BIN --photos DIR [--workers 4] [--jobs 300] [--seconds 90]
+    tools/chaos.py --thumbd BIN --photos DIR [--workers 4] [--jobs 300] [--seconds 90]
                      [--lease-ttl 6] [--budget 192MiB] [--json FILE] [--keep DIR]
 
 Needs root (network namespaces). The core host is this machine's own namespace: a throwaway PostgreSQL
@@ -59,7 +59,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from sweeplib.common import parse_size, wait_until_sigterm_caught  # scripts/ is on the path: its folder
+from sweeplib.common import parse_size, wait_until_sigterm_caught  # tools/ is on the path: its folder
 from sweeplib.run import Origin  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

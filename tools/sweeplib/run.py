@@ -36,7 +36,7 @@ class Database:
 
 class Origin:
     """Tests/Support/origin.py serving `root`, its output in `folder`/origin.out; `port` once it has
-    announced it (within `timeout` seconds, or RuntimeError). Used by the sweep, scripts/chaos.py and
+    announced it (within `timeout` seconds, or RuntimeError). Used by the sweep, tools/chaos.py and
     bench/scaling."""
 
     def __init__(self, root, folder, host=None, timeout=10.0):
