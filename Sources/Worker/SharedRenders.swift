@@ -26,11 +26,6 @@ final class SharedRenders: Sendable {
     case reused(JobResult)
   }
 
-  /// A job's part in its group's render, as `HeldJobs` decided it: lead (render for every member, the
-  /// job among them, and publish the result in its own work's `share`) or follow (take it from the
-  /// leader's).
-  typealias Role = JobRunner.Jobs.RenderRole
-
   private let counts = Mutex<(decodes: Int, shared: Int)>((0, 0))
 
   /// Decodes made, and how many of them served more than one job.
@@ -41,7 +36,7 @@ final class SharedRenders: Sendable {
   /// union does not fit the memory budget, or its leader gave up, each member renders its own variants:
   /// one profile's huge variant must not fail the others.
   func variants(
-    for job: LeasedJob, own: [VariantSpec], role: Role, life: JobLife,
+    for job: LeasedJob, own: [VariantSpec], role: JobRunner.Jobs.RenderRole, life: JobLife,
     render: ([VariantSpec], _ alone: Bool) async throws(JobError) -> Variants?
   ) async throws(JobError) -> Variants {
     switch role {
@@ -111,7 +106,9 @@ final class SharedRenders: Sendable {
   }
 }
 
-extension SharedRenders.Role {
+/// A job's part in its group's render, as `HeldJobs` decided it: lead (render for every member, the job
+/// among them, and publish the result in its own work's `share`) or follow (take it from the leader's).
+extension HeldJobs.RenderRole where Work == JobRunner.Work, Made == JobResult {
   /// A group of one, never open to others: a job processed outside a worker, or a member whose shared
   /// render could not be made.
   static func alone(_ job: LeasedJob) -> Self { .lead(members: [JobRunner.Work(job)]) }

@@ -30,7 +30,7 @@ public struct JobLife: Sendable {
   }
 
   /// The job's part in the render of its group: it leads (renders for every member) or follows.
-  func joinRender(_ job: LeasedJob) -> SharedRenders.Role {
+  func joinRender(_ job: LeasedJob) -> JobRunner.Jobs.RenderRole {
     runner?.joinRender(lease) ?? .alone(job)
   }
 
