@@ -1,60 +1,71 @@
-"""The `default` profile and thumbd's render plan, in Python, for the benchmark's other contenders.
+"""thumbd's render plan for the benchmark's other contenders, asked of thumbd itself.
 
-A mirror of Sources/ThumbCore/Geometry.swift (VariantLayout.make) and RenderPlan.swift (RenderPlanner):
-the same output sizes, the same DCT scale choice and the same cascade (each variant from the smallest
-earlier whole-frame result that still has 2x the detail it needs), so that Pillow and libvips do the
-same work as thumbd. Standard library only.
+`thumbd bench plan` answers, for an original's upright size (and the size it was decoded at), the
+`default` profile's variants, where each sits in the original, the JPEG decode's DCT denominator, and
+the steps of the cascade (each variant from the smallest earlier whole-frame result that still has 2x
+the detail it needs): the same output sizes and the same work as thumbd, with no copy of the planner
+here. One `thumbd bench plan` process answers every question of a run (a line each, a fraction of a
+millisecond), and each answer is kept.
+
+The thumbd it asks: $THUMBD_BIN, else the repository's release build (.build/release/thumbd), else its
+debug build. Standard library only.
 """
 
-import math
+import atexit
+import json
+import os
+import subprocess
 
-# name, box (w, h), fit, quality: docs/CONTRACT's `default` profile.
-VARIANTS = [
-    ("large", (1600, 1600), "inside", 82),
-    ("medium", (800, 800), "inside", 82),
-    ("small", (320, 320), "inside", 80),
-    ("square", (256, 256), "cover", 80),
-]
-
-REDUCTION_MARGIN = 2.0
-CASCADE_TOLERANCE = 0.005  # RenderPlanner.cascadeTolerance
-DCT_DENOMINATORS = (8, 4, 2, 1)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _round(x):
-    # Swift's .rounded(): half away from zero (Python's round() is half to even).
-    return int(math.floor(x + 0.5))
+def _binary():
+    for candidate in (os.environ.get("THUMBD_BIN"), os.path.join(REPO, ".build/release/thumbd"),
+                      os.path.join(REPO, ".build/debug/thumbd")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise SystemExit("bench/plan.py: no thumbd to ask for the render plan: build it "
+                     "(swift build -c release --product thumbd) or set THUMBD_BIN")
 
 
-def _clamp(v, lo, hi):
-    return min(max(v, lo), hi)
+_process = None
+_answers = {}
+
+
+def _plan(original, decoded=None):
+    """thumbd's answer for an upright `original` size decoded at `decoded` (default: the original)."""
+    global _process
+    key = (tuple(original), tuple(decoded or original))
+    if key not in _answers:
+        if _process is None:
+            _process = subprocess.Popen([_binary(), "bench", "plan"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, bufsize=1)
+            atexit.register(_process.kill)
+        _process.stdin.write(" ".join(str(n) for n in key[0] + key[1]) + "\n")
+        _process.stdin.flush()
+        line = _process.stdout.readline()
+        if not line:
+            raise SystemExit(f"bench/plan.py: thumbd bench plan gave no answer for {key}")
+        _answers[key] = json.loads(line)
+    return _answers[key]
+
+
+# name, box (w, h), fit, quality: the `default` profile, as thumbd has it.
+VARIANTS = [(v["name"], tuple(v["box"]), v["fit"], v["quality"]) for v in _plan((1000, 1000))["variants"]]
 
 
 def layout(source, box, fit):
-    """(region (x, y, w, h) in source pixels, output (w, h), scale) of one variant."""
-    w, h = float(source[0]), float(source[1])
-    if fit == "inside":
-        s = min(1.0, box[0] / w, box[1] / h)
-        out = (_clamp(_round(w * s), 1, source[0]), _clamp(_round(h * s), 1, source[1]))
-        region = (0.0, 0.0, w, h)
-    else:  # cover: centre crop
-        fit_factor = min(1.0, w / box[0], h / box[1])
-        out = (_clamp(_round(box[0] * fit_factor), 1, source[0]),
-               _clamp(_round(box[1] * fit_factor), 1, source[1]))
-        s = max(out[0] / w, out[1] / h)
-        cw, ch = min(w, out[0] / s), min(h, out[1] / s)
-        region = ((w - cw) / 2, (h - ch) / 2, cw, ch)
-    scale = max(out[0] / region[2], out[1] / region[3])
-    return region, out, scale
+    """(region (x, y, w, h) in source pixels, output (w, h), scale) of the default profile's variant of
+    that box and fit."""
+    for v in _plan(source)["variants"]:
+        if tuple(v["box"]) == tuple(box) and v["fit"] == fit:
+            return tuple(v["region"]), tuple(v["output"]), v["scale"]
+    raise ValueError(f"no variant of the default profile is {box} {fit}")
 
 
 def decode_denominator(upright):
-    """Largest d of 8, 4, 2, 1 with d * 2 * (largest variant scale) <= 1: decode at 1/d."""
-    needed = max(layout(upright, box, fit)[2] for _, box, fit, _ in VARIANTS)
-    for d in DCT_DENOMINATORS:
-        if d * REDUCTION_MARGIN * needed <= 1.0:
-            return d
-    return 1
+    """The DCT denominator d thumbd decodes a JPEG of this size at (1/d)."""
+    return _plan(upright)["decodeDenominator"]
 
 
 def scaled_size(size, d):
@@ -65,28 +76,16 @@ def scaled_size(size, d):
 def steps(original, decoded):
     """thumbd's steps, largest first: dicts with variant index, source (None = the decode, else a variant
     index), region in the source's pixels, output size, name, fit, quality."""
-    layouts = [layout(original, box, fit) for _, box, fit, _ in VARIANTS]
-    order = sorted(range(len(VARIANTS)), key=lambda i: (layouts[i][2], -i), reverse=True)
-    dec = (decoded[0] / original[0], decoded[1] / original[1])
-    candidates = []  # (index, sx, sy)
     result = []
-    for i in order:
-        region, out, need = layouts[i]
-        chosen = (None, dec[0], dec[1])
-        for c in candidates:
-            if min(c[1], c[2]) >= need * REDUCTION_MARGIN * (1 - CASCADE_TOLERANCE) and min(c[1], c[2]) < min(chosen[1], chosen[2]):
-                chosen = c
-        x, y, w, h = region
-        name, _, fit, quality = VARIANTS[i]
+    for step in _plan(original, decoded)["steps"]:
+        name, _, fit, quality = VARIANTS[step["variant"]]
         result.append({
-            "variant": i, "name": name, "fit": fit, "quality": quality, "source": chosen[0],
-            "region": (x * chosen[1], y * chosen[2], w * chosen[1], h * chosen[2]), "output": out,
+            "variant": step["variant"], "name": name, "fit": fit, "quality": quality,
+            "source": step.get("source"), "region": tuple(step["region"]), "output": tuple(step["output"]),
         })
-        if fit == "inside":
-            candidates.append((i, out[0] / original[0], out[1] / original[1]))
     return result
 
 
 def expected_sizes(upright):
     """{variant name: (w, h)} that thumbd writes for an upright source size."""
-    return {name: layout(upright, box, fit)[1] for name, box, fit, _ in VARIANTS}
+    return {v["name"]: tuple(v["output"]) for v in _plan(upright)["variants"]}

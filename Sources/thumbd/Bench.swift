@@ -14,7 +14,7 @@ struct Bench: AsyncParsableCommand {
       Both run against DATABASE_URL, which should be a scratch database: they add jobs whose source_url
       starts with bench:// and delete them afterwards. No other worker may be running against it.
       """,
-    subcommands: [BenchQueue.self, BenchLatency.self, BenchLease.self, BenchMemory.self])
+    subcommands: [BenchQueue.self, BenchLatency.self, BenchLease.self, BenchMemory.self, BenchPlan.self])
 }
 
 /// A handler that does nothing: what is left is the queue's own cost.

@@ -26,4 +26,32 @@ struct BenchCommandTests {
     #expect(latency.output.contains("p50"), "\(latency.output)")
     #expect(try sql(database, "SELECT count(*) FROM thumbs.jobs").rows == [["0"]])
   }
+
+  /// `thumbd bench plan` answers each size read on standard input with the default profile's plan, a
+  /// JSON line each (bench/plan.py asks it instead of keeping a copy of the planner).
+  @Test func thePlanBenchAnswersEachSizeWithThumbdsPlan() throws {
+    let process = Process()
+    process.executableURL = try #require(ThumbdBinary.url)
+    process.arguments = ["bench", "plan"]
+    let (input, output) = (Pipe(), Pipe())
+    process.standardInput = input
+    process.standardOutput = output
+    try process.run()
+    input.fileHandleForWriting.write(Data("4000 3000\n8000 6000 4000 3000\n".utf8))
+    try input.fileHandleForWriting.close()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    let answers = try text.split(separator: "\n").map {
+      try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+    }
+    try #require(answers.count == 2, "\(text)")
+    let steps = try #require(answers[0]["steps"] as? [[String: Any]])
+    // Largest need first; medium from large, small and the square from medium.
+    #expect(steps.map { $0["variant"] as? Int } == [0, 1, 3, 2])
+    #expect(steps.map { $0["source"] as? Int } == [nil, 0, 1, 1])
+    #expect(answers[1]["decodeDenominator"] as? Int == 2)
+    let scaled = try #require(answers[1]["steps"] as? [[String: Any]])
+    #expect(scaled.first?["region"] as? [Double] == [0, 0, 4000, 3000], "large from the decode at 1/2")
+  }
 }
