@@ -16,6 +16,16 @@ protocol OutcomeWriter: Sendable {
 
 extension Completer: OutcomeWriter {}
 
+/// The statements a Completer runs: the queue's (`JobQueue`), or a test's own.
+protocol OutcomeStatements: Sendable {
+  func recordOutcomes(
+    _ outcomes: [(job: LeasedJob, outcome: JobOutcome<JobResult>)]
+  ) async throws(PostgresError) -> [Int64: WriteAnswer]
+  func releaseUnclaimed(_ storageKeys: [String]) async throws(PostgresError) -> Int
+}
+
+extension JobQueue: OutcomeStatements {}
+
 /// Writes job outcomes in batches, on a connection of its own.
 ///
 /// Group commit: the first outcome to arrive starts a write at once (no timer, no added latency); the
@@ -37,7 +47,7 @@ final class Completer: Service, Sendable {
     var writing = false
   }
 
-  private let queue: JobQueue
+  private let queue: any OutcomeStatements
   private let logger: Logger
   private let state = Mutex(State())
   /// A batch is cut at this many jobs, so one statement's arrays stay a reasonable size.
@@ -46,11 +56,15 @@ final class Completer: Service, Sendable {
   private let wroteBatch: @Sendable () -> Void
   private let activity: ServiceActivity.Reporter
 
+  /// Between the tries of one batch (`retryBackoff` unless a test says otherwise).
+  private let backoff: Backoff
+
   init(
-    queue: JobQueue, logger: Logger, activity: ServiceActivity.Reporter,
-    wroteBatch: @escaping @Sendable () -> Void = {}
+    queue: any OutcomeStatements, logger: Logger, activity: ServiceActivity.Reporter,
+    backoff: Backoff = Completer.retryBackoff, wroteBatch: @escaping @Sendable () -> Void = {}
   ) {
     self.queue = queue
+    self.backoff = backoff
     self.logger = logger
     self.activity = activity
     self.wroteBatch = wroteBatch
@@ -124,7 +138,7 @@ final class Completer: Service, Sendable {
         logger.warning(
           "could not write job outcomes, will retry",
           metadata: ["error": "\(error)", "jobs": "\(batch.count)", "attempt": "\(attempt)"])
-        try? await Task.sleep(for: Self.retryBackoff.delay(afterFailures: attempt))
+        try? await Task.sleep(for: backoff.delay(afterFailures: attempt))
       }
     }
     return nil
