@@ -97,7 +97,7 @@ public struct Thumbnailer: Sendable {
     _ data: [UInt8], variants: [VariantSpec], economical: Bool = false, posterAt: Double? = nil
   ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
     var timings = StageTimes(decode: 0, resize: 0, encode: 0)
-    var mark = ContinuousClock.now
+    let mark = ContinuousClock.now
     let decoder = try SourceDecoders.make(data, maxPixels: maxPixels)
     (decoder as? VideoSource)?.posterAt = posterAt
     let header = decoder.header
@@ -125,17 +125,84 @@ public struct Thumbnailer: Sendable {
       ? nil : RenderPlanner.analysisStep(original: upright, decoded: decodedUpright, variants: variants)
     let ordered =
       steps.filter { !smartCrops.contains($0.variant) } + steps.filter { smartCrops.contains($0.variant) }
-    var analysis: CropAnalysisImage?
+    let cascade = Cascade(
+      variants: variants, steps: steps, smartCrops: smartCrops, analysisStep: analysisStep, upright: upright,
+      output: output, orientation: orientation, hasAlpha: hasAlpha)
+    var made = try cascade.run(ordered, from: decoded.image, timings: &timings)
+    // An animated original's animated variants: the stills above become animations. A still's work was
+    // one frame's, and for a smart crop it chose the window the animation keeps.
+    if let source = decoder as? any AnimatedSource, source.frameCount > 1 {
+      try Self.animate(
+        source, cascade: cascade, analysis: made.analysis, rendered: &made.variants, timings: &timings)
+    }
+    let info = SourceInfo(
+      format: header.format, size: upright, orientation: orientation,
+      decodeDenominator: decoded.denominator,
+      reduction: decoded.reduction, hasAlpha: hasAlpha, thumbHash: made.thumbHash, timings: timings,
+      warnings: decoded.warnings, media: (decoder as? VideoSource)?.media)
+    return (info, made.variants.compactMap { $0 })
+  }
 
-    var images: [Int: PlanarImage] = [:]  // results later steps read, in stored orientation
-    var rendered: [RenderedVariant?] = Array(repeating: nil, count: variants.count)
+  /// Makes an animated original's animated variants from the stills the cascade made (their size,
+  /// format and, for a smart crop, the window the still chose).
+  private static func animate(
+    _ source: any AnimatedSource, cascade: Cascade, analysis: CropAnalysisImage?,
+    rendered: inout [RenderedVariant?], timings: inout StageTimes
+  ) throws(JobError) {
+    let (variants, upright) = (cascade.variants, cascade.upright)
+    var regions: [Int: Region] = [:]
+    for index in variants.indices where variants[index].animation != nil {
+      if let analysis, cascade.smartCrops.contains(index) {
+        regions[index] = smartCropRegion(
+          variants[index], original: upright, analysis: analysis, sourceUpright: upright)
+      } else {
+        regions[index] =
+          VariantLayout.make(source: upright, box: variants[index].box, fit: variants[index].fit).region
+      }
+    }
+    guard !regions.isEmpty else { return }
+    let animations = try animate(source, variants: variants, uprightRegions: regions, timings: &timings)
+    for (index, animation) in animations {
+      rendered[index]?.data = animation.data
+      rendered[index]?.frames = animation.frames
+    }
+  }
+}
+
+/// The still variants and the ThumbHash of one decode: each step of the render plan resamples the
+/// decode or an earlier whole-frame result, then encodes (a variant) or hashes (the ThumbHash).
+struct Cascade {
+  let variants: [VariantSpec]
+  let steps: [RenderPlanner.Step]
+  /// The variants whose crop window is chosen on the analysis picture.
+  let smartCrops: Set<Int>
+  let analysisStep: RenderPlanner.AnalysisStep?
+  let upright: PixelSize
+  let output: OutputStage
+  let orientation: Orientation
+  let hasAlpha: Bool
+
+  struct Made {
+    var variants: [RenderedVariant?]
     var thumbHash = ""
-    for step in ordered {
-      let source = step.source.flatMap { images[$0] } ?? decoded.image
+    /// The smart crops' analysis picture, when one was made.
+    var analysis: CropAnalysisImage?
+  }
+
+  /// Runs the steps in `order`; the decode is `decoded`, in stored orientation.
+  func run(
+    _ order: [RenderPlanner.Step], from decoded: PlanarImage, timings: inout StageTimes
+  )
+    throws(JobError) -> Made
+  {
+    var made = Made(variants: Array(repeating: nil, count: variants.count))
+    var images: [Int: PlanarImage] = [:]  // results later steps read, in stored orientation
+    for step in order {
+      let source = step.source.flatMap { images[$0] } ?? decoded
       let sourceUpright = orientation.uprightSize(of: source.size)
       // Keep only what a later step or the analysis reads.
       let kept = steps.contains { $0.source == step.variant } || analysisStep?.source == step.variant
-      mark = .now
+      var mark = ContinuousClock.now
       if step.thumbHash {
         let image = Resampler.resample(
           source, region: orientation.storedRegion(step.region, upright: sourceUpright),
@@ -143,7 +210,7 @@ public struct Thumbnailer: Sendable {
           outputSubsampling: Array(repeating: .none, count: source.planes.count), chromaShift: (0, 0))
         timings.add(mark.secondsSince, to: .resize)
         mark = .now
-        thumbHash = output.thumbHash(of: image, orientation: orientation)
+        made.thumbHash = output.thumbHash(of: image, orientation: orientation)
         if kept { images[step.variant] = image }
         timings.add(mark.secondsSince, to: .encode)
         continue
@@ -152,12 +219,12 @@ public struct Thumbnailer: Sendable {
       var uprightRegion = step.region
       if let analysisStep, smartCrops.contains(step.variant) {
         let picture =
-          analysis
-          ?? Self.cropAnalysis(
-            analysisStep, from: analysisStep.source.flatMap { images[$0] } ?? decoded.image, output: output,
+          made.analysis
+          ?? Thumbnailer.cropAnalysis(
+            analysisStep, from: analysisStep.source.flatMap { images[$0] } ?? decoded, output: output,
             orientation: orientation)
-        analysis = picture
-        uprightRegion = Self.smartCropRegion(
+        made.analysis = picture
+        uprightRegion = Thumbnailer.smartCropRegion(
           spec, original: upright, analysis: picture, sourceUpright: sourceUpright)
       }
       let region = orientation.storedRegion(uprightRegion, upright: sourceUpright)
@@ -171,41 +238,18 @@ public struct Thumbnailer: Sendable {
         chromaShift: direct ? orientation.chromaShift(storedOutput: size) : (0, 0))
       timings.add(mark.secondsSince, to: .resize)
       mark = .now
-      defer { timings.add(mark.secondsSince, to: .encode) }
-      let bytes = try output.encode(
-        image, orientation: orientation, spec: spec, format: format, direct: direct)
-      rendered[step.variant] = RenderedVariant(
+      let bytes: [UInt8]
+      do {
+        bytes = try output.encode(image, orientation: orientation, spec: spec, format: format, direct: direct)
+      } catch {
+        timings.add(mark.secondsSince, to: .encode)
+        throw error
+      }
+      made.variants[step.variant] = RenderedVariant(
         name: spec.name, size: step.output, format: format, data: bytes)
       if kept { images[step.variant] = image }
+      timings.add(mark.secondsSince, to: .encode)
     }
-    // An animated original's animated variants: the stills above become animations. A still's work was
-    // one frame's, and for a smart crop it chose the window the animation keeps.
-    if let source = decoder as? any AnimatedSource, source.frameCount > 1 {
-      var regions: [Int: Region] = [:]
-      for index in variants.indices where variants[index].animation != nil {
-        if let analysis, smartCrops.contains(index) {
-          regions[index] = Self.smartCropRegion(
-            variants[index], original: upright, analysis: analysis, sourceUpright: upright)
-        } else {
-          regions[index] =
-            VariantLayout.make(source: upright, box: variants[index].box, fit: variants[index].fit).region
-        }
-      }
-      if !regions.isEmpty {
-        images = [:]
-        let animations = try Self.animate(
-          source, variants: variants, uprightRegions: regions, timings: &timings)
-        for (index, animation) in animations {
-          rendered[index]?.data = animation.data
-          rendered[index]?.frames = animation.frames
-        }
-      }
-    }
-    let info = SourceInfo(
-      format: header.format, size: upright, orientation: orientation,
-      decodeDenominator: decoded.denominator,
-      reduction: decoded.reduction, hasAlpha: hasAlpha, thumbHash: thumbHash, timings: timings,
-      warnings: decoded.warnings, media: (decoder as? VideoSource)?.media)
-    return (info, rendered.compactMap { $0 })
+    return made
   }
 }
