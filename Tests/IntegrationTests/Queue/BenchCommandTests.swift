@@ -31,7 +31,8 @@ struct BenchCommandTests {
   /// JSON line each (bench/plan.py asks it instead of keeping a copy of the planner).
   @Test func thePlanBenchAnswersEachSizeWithThumbdsPlan() throws {
     let process = Process()
-    process.executableURL = try #require(ThumbdBinary.url)
+    let binary: URL = try #require(ThumbdBinary.url)
+    process.executableURL = binary
     process.arguments = ["bench", "plan"]
     let (input, output) = (Pipe(), Pipe())
     process.standardInput = input
