@@ -16,8 +16,9 @@
 ///                  │                           ▼    │        │
 ///                  │         awaiting_reuse / awaiting_shared_render / awaiting_memory (slot given up)
 ///                  ▼
-///     at any point before its outcome is written: lease_lost (a heartbeat was refused) or handed_back
-///     (a stopping worker returned it); its work is abandoned and nothing is written.
+///     at any point before its outcome is written: lease_lost (a heartbeat was refused), handed_back
+///     (a stopping worker returned it) or superseded (a newer lease of ours on the job replaced it); its
+///     work is abandoned and nothing is written.
 ///
 /// A freed job slot goes to the waiting job whose owner has the fewest jobs at work here, the first leased
 /// among equals: owners take turns on the worker as they do in the queue, so an upload leased while an
@@ -55,9 +56,9 @@ public struct HeldJobs<Work, Made> {
     case prefetch(url: String)
     /// The job is released: a download started for it ahead is no longer needed for it.
     case dropPrefetch(url: String)
-    /// The lease is gone: cancel the work; nothing of it is written. `wasWaiting`: it never started
-    /// (it had no slot yet).
-    case abandon(Work, because: Abandonment, wasWaiting: Bool)
+    /// The lease is gone (`because`: `leaseLost`, `handedBack` or `superseded`): cancel the work;
+    /// nothing of it is written. `wasWaiting`: it never started (it had no slot yet).
+    case abandon(Work, because: JobPhase, wasWaiting: Bool)
     /// The work is over: write this outcome, then report `released`.
     case writeOutcome(Work, JobOutcome<Made>)
     /// The work succeeded after its lease went: what it made will not be written (its uploads are
@@ -74,15 +75,6 @@ public struct HeldJobs<Work, Made> {
     case renderAs(Work, RenderRole)
     /// A job ended or gave up its slot: the producer may lease again.
     case wakeProducer
-  }
-
-  public enum Abandonment: Sendable, Equatable {
-    /// A heartbeat was refused.
-    case leaseLost
-    /// A stopping worker returned the job.
-    case handedBack
-    /// The job came back to this worker under a newer lease (the older one expired unnoticed).
-    case superseded
   }
 
   /// How a job renders. The jobs of one URL leased together form a group, in lease order; the first of
@@ -420,7 +412,7 @@ public struct HeldJobs<Work, Made> {
     return abandonWork(of: lease, because: .leaseLost)
   }
 
-  private mutating func abandonWork(of lease: JobLease, because reason: Abandonment) -> [Action] {
+  private mutating func abandonWork(of lease: JobLease, because reason: JobPhase) -> [Action] {
     guard let entry = entry(lease) else { return [] }
     let waiting = slotQueue.contains(lease)
     slotQueue.removeAll { $0 == lease }
@@ -429,7 +421,7 @@ public struct HeldJobs<Work, Made> {
 
   /// Takes the entry out of the book: its render key is free. `abandoning`: the work is abandoned first
   /// (a lease superseded by a newer one, whose job takes over any prefetch of the same URL).
-  private mutating func remove(_ entry: Entry, abandoning reason: Abandonment?) -> [Action] {
+  private mutating func remove(_ entry: Entry, abandoning reason: JobPhase?) -> [Action] {
     var actions: [Action] = []
     if let reason { actions += abandonWork(of: entry.lease, because: reason) }
     entries[entry.lease.id] = nil
@@ -506,9 +498,12 @@ public enum JobPhase: String, Sendable, CaseIterable {
   case leaseLost = "lease_lost"
   /// A stopping worker returned it to the queue.
   case handedBack = "handed_back"
+  /// The job came back to this worker under a newer lease (the older one expired unnoticed, say during
+  /// a database outage): the older lease's work is abandoned, and its entry gives way to the newer one.
+  case superseded
 
   /// Whether the lease is still this worker's to write.
-  public var isHeld: Bool { self != .leaseLost && self != .handedBack }
+  public var isHeld: Bool { self != .leaseLost && self != .handedBack && self != .superseded }
 }
 
 extension HeldJobs: Sendable where Work: Sendable, Made: Sendable {}
