@@ -102,26 +102,31 @@ final class JobRunner: Sendable {
   private func perform(_ actions: [Jobs.Action]) async {
     var now: [Jobs.Action] = []
     for action in actions {
-      switch action {
-      case .discard(let result):
-        performAtOnce(now)
-        now = []
-        // The lease went while the job worked: its success will never be written, and what it
-        // uploaded is collection's to decide.
-        await completer.releaseUnclaimed(result.variants.map(\.storageKey))
-      case .dropPrefetch(let url):
-        performAtOnce(now)
-        now = []
-        await handler.forgetPrefetch(url)
-      case .handBack(let works):
-        performAtOnce(now)
-        now = []
-        await handBack(works)
-      default:
+      guard action.waits else {
         now.append(action)
+        continue
       }
+      performAtOnce(now)
+      now = []
+      await performWaiting(action)
     }
     performAtOnce(now)
+  }
+
+  /// An action that waits: a write, a release of uploads, a dropped download.
+  private func performWaiting(_ action: Jobs.Action) async {
+    switch action {
+    case .discard(let result):
+      // The lease went while the job worked: its success will never be written, and what it uploaded
+      // is collection's to decide.
+      await completer.releaseUnclaimed(result.variants.map(\.storageKey))
+    case .dropPrefetch(let url):
+      await handler.forgetPrefetch(url)
+    case .handBack(let works):
+      await handBack(works)
+    default:
+      performAtOnce([action])
+    }
   }
 
   /// Performs actions that need no waiting, in order; one that does is performed in a task of its own
@@ -135,7 +140,7 @@ final class JobRunner: Sendable {
       case .prefetch(let url):
         handler.prefetch(url)
       case .discard, .dropPrefetch, .handBack:
-        Task { await self.perform([action]) }
+        Task { await self.performWaiting(action) }
       case .renderAs:
         break  // answered to the job that asked (joinRender)
       case .abandon(let work, let reason, _):
@@ -320,5 +325,15 @@ extension Logger {
     var copy = self
     for (key, value) in metadata { copy[metadataKey: key] = value }
     return copy
+  }
+}
+
+extension HeldJobs.Action {
+  /// Whether performing it waits (I/O): such actions are awaited in turn, the others done at once.
+  fileprivate var waits: Bool {
+    switch self {
+    case .discard, .dropPrefetch, .handBack: true
+    default: false
+    }
   }
 }
