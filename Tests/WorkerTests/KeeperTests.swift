@@ -232,7 +232,9 @@ import ThumbCore
         })
       // Each heartbeat refreshes the registry row, whose answer says whether this worker watches.
       #expect(listener.watches.withLock { $0.first } == true)
+      // Job 2 too, so that the test ends should its work not have been abandoned.
       handler.finish(1)
+      handler.finish(2)
       await jobs.value
     }
   }
