@@ -144,8 +144,15 @@ let package = Package(
     .testTarget(name: "HashingTests", dependencies: ["Hashing"], swiftSettings: strict),
     .testTarget(name: "QueueTests", dependencies: ["Queue"], swiftSettings: strict),
     .testTarget(name: "StorageTests", dependencies: ["Storage", "ThumbCore"], swiftSettings: strict),
-    // The worker's pieces that need no server: the options model, the log formats.
-    .testTarget(name: "WorkerTests", dependencies: ["Worker", "Storage"], swiftSettings: strict),
+    // The worker's pieces that need no server: the options model, the log formats, the services with
+    // statements of the tests' own (the test kit stops a service as its group would).
+    .testTarget(
+      name: "WorkerTests",
+      dependencies: [
+        "Worker", "Storage",
+        .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+      ],
+      swiftSettings: strict),
     .testTarget(
       name: "IntegrationTests",
       dependencies: [

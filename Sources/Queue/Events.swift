@@ -4,7 +4,7 @@ extension JobQueue {
   /// Deletes completion events (thumbs.events) older than `olderThanSeconds`; returns how many.
   @discardableResult
   public func pruneEvents(
-    olderThanSeconds: Double, batchSize: Int = 1000, maxBatches: Int = 100
+    olderThanSeconds: Double, batchSize: Int = pruneBatchSize, maxBatches: Int = pruneMaxBatches
   )
     async throws(PostgresError) -> Int
   {

@@ -44,7 +44,7 @@ extension JobQueue {
   /// Deletes `thumbs.originals` rows not confirmed for `olderThanSeconds`; returns how many.
   @discardableResult
   public func pruneOriginals(
-    olderThanSeconds: Double, batchSize: Int = 1000, maxBatches: Int = 100
+    olderThanSeconds: Double, batchSize: Int = pruneBatchSize, maxBatches: Int = pruneMaxBatches
   )
     async throws(PostgresError) -> Int
   {

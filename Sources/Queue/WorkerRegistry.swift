@@ -52,13 +52,20 @@ public struct WorkerCounters: Sendable, Equatable {
 
 /// The registry of workers and the queue's housekeeping: statements the keeper loop runs.
 extension JobQueue {
+  /// How many running workers of the fleet keep listening while busy (`announce`).
+  public static let fleetWatchers = 2
+  /// Retention deletes this many rows per statement, and runs at most `pruneMaxBatches` statements per
+  /// call (`prune`, `pruneOriginals`, `pruneEvents`).
+  public static let pruneBatchSize = 1000
+  public static let pruneMaxBatches = 100
+
   /// Registers the worker or refreshes its row. An upsert, so a worker whose row expired while it was
   /// frozen or cut off comes back once it can reach the database again.
   /// Returns whether the worker is one of the first `watchers` running workers of the fleet, which
   /// keep listening while busy (SQL/announce_worker.sql).
   @discardableResult
   public func announce(
-    _ worker: WorkerRecord, counters: WorkerCounters, stopping: Bool, watchers: Int = 2
+    _ worker: WorkerRecord, counters: WorkerCounters, stopping: Bool, watchers: Int = fleetWatchers
   ) async throws(PostgresError) -> Bool {
     try await client.run(
       SQL.AnnounceWorker.self,
@@ -87,7 +94,7 @@ extension JobQueue {
   /// remain or `maxBatches` ran; returns how many were deleted.
   @discardableResult
   public func prune(
-    olderThanSeconds: Double, batchSize: Int = 1000, maxBatches: Int = 100
+    olderThanSeconds: Double, batchSize: Int = pruneBatchSize, maxBatches: Int = pruneMaxBatches
   ) async throws(PostgresError)
     -> Int
   {

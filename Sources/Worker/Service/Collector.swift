@@ -5,6 +5,22 @@ import ServiceLifecycle
 public import Storage
 public import ThumbCore
 
+/// The statements a collection pass runs (SQL/gc_*.sql, in that order): the queue's (`JobQueue`), or
+/// a test's own.
+public protocol CollectionStatements: Sendable {
+  func gcMark(graceSeconds: Double, batch: Int) async throws(PostgresError) -> (marked: Int, kept: Int)
+  @discardableResult func gcFence() async throws(PostgresError) -> Int
+  func gcClaim(workerID: String, batch: Int, claimSeconds: Double) async throws(PostgresError) -> [String]
+  func gcWaiting() async throws(PostgresError) -> Int
+  @discardableResult func gcDeleted(_ keys: [String]) async throws(PostgresError) -> Int
+  @discardableResult func gcFailed(
+    _ failures: [(key: String, error: String, retryAfter: Double)]
+  ) async throws(PostgresError) -> Int
+  @discardableResult func gcSettle(batch: Int) async throws(PostgresError) -> Int
+}
+
+extension JobQueue: CollectionStatements {}
+
 /// Deletes from storage, every `--gc-interval`, the objects that nothing live names any more: a
 /// forgotten photo's, a pruned job's, an upload whose job's outcome was refused (migrations/0013 says
 /// how the database keeps a reuse or an upload from racing a delete).
@@ -15,7 +31,7 @@ public import ThumbCore
 /// worker runs passes; SKIP LOCKED shares the work, and a claim of a killed worker runs out and is taken
 /// again. A pass deletes at most `CollectionSettings.maxPerPass` objects: the rest wait for the next.
 struct Collector: Service, WithServiceContext {
-  let queue: JobQueue
+  let queue: any CollectionStatements
   let store: any ThumbnailStore
   let context: ServiceContext
   let activity: ServiceActivity.Reporter
@@ -120,14 +136,15 @@ public struct CollectionSettings: Sendable {
 /// One collection pass: the statements of SQL/gc_*.sql in order, and the deletes between them. The
 /// worker's collector runs one every `--gc-interval`; `thumbd gc` runs one on demand.
 public struct CollectionPass: Sendable {
-  let queue: JobQueue
+  let queue: any CollectionStatements
   let store: any ThumbnailStore
   let workerID: String
   let settings: CollectionSettings
   let stopping: @Sendable () -> Bool
 
   public init(
-    queue: JobQueue, store: any ThumbnailStore, workerID: String, settings: CollectionSettings,
+    queue: any CollectionStatements, store: any ThumbnailStore, workerID: String,
+    settings: CollectionSettings,
     stopping: @escaping @Sendable () -> Bool = { false }
   ) {
     self.queue = queue

@@ -4,6 +4,34 @@ import Queue
 import ServiceLifecycle
 import ThumbCore
 
+/// The statements a keeper runs: the queue's (`JobQueue`), or a test's own. The retention and the
+/// announcement take every parameter (a requirement has no defaults): the keeper passes the queue's.
+protocol KeeperStatements: Sendable {
+  func schemaVersion() async throws(PostgresError) -> String?
+  @discardableResult func announce(
+    _ worker: WorkerRecord, counters: WorkerCounters, stopping: Bool, watchers: Int
+  ) async throws(PostgresError) -> Bool
+  func withdraw(workerID: String) async throws(PostgresError)
+  func heartbeat(
+    _ leases: [(id: Int64, token: String)], leaseSeconds: Double
+  ) async throws(PostgresError) -> Set<Int64>
+  @discardableResult func rescueExpired() async throws(PostgresError) -> [Int64]
+  @discardableResult func promoteDue() async throws(PostgresError) -> Int
+  @discardableResult func expireWorkers() async throws(PostgresError) -> Int
+  @discardableResult func prune(
+    olderThanSeconds: Double, batchSize: Int, maxBatches: Int
+  ) async throws(PostgresError) -> Int
+  @discardableResult func pruneOriginals(
+    olderThanSeconds: Double, batchSize: Int, maxBatches: Int
+  ) async throws(PostgresError) -> Int
+  @discardableResult func pruneEvents(
+    olderThanSeconds: Double, batchSize: Int, maxBatches: Int
+  ) async throws(PostgresError) -> Int
+  func queueDepth(maxAge: Double) async throws(PostgresError) -> QueueDepth
+}
+
+extension JobQueue: KeeperStatements {}
+
 /// Reaches the database at start (waiting with backoff for as long as it takes), then keeps the
 /// worker's leases alive, rescues expired ones, refreshes the registry, prunes, and samples the queue
 /// for the gauges. What runs when comes from `KeeperSchedule`.
@@ -11,11 +39,11 @@ import ThumbCore
 /// It stops after the producer and the completer, so leases stay extended while jobs are finished or
 /// handed back; then it withdraws the worker's registry row.
 struct Keeper: Service, WithServiceContext {
-  let queue: JobQueue
+  let queue: any KeeperStatements
   let context: ServiceContext
   let record: WorkerRecord
   /// Told at each announcement whether this worker watches for the fleet (keeps listening while busy).
-  let listener: NotificationListener
+  let listener: any ListenerSwitch
   let activity: ServiceActivity.Reporter
 
   func run() async throws {
@@ -119,7 +147,8 @@ struct Keeper: Service, WithServiceContext {
       _ = try await readiness.observe { () throws(PostgresError) in
         // Whether it watches for the fleet is left to the heartbeats: workers that start together would
         // each count the others not yet announced out, and all watch.
-        try await queue.announce(record, counters: metrics.counters, stopping: false)
+        try await queue.announce(
+          record, counters: metrics.counters, stopping: false, watchers: JobQueue.fleetWatchers)
       }
       return nil
     } catch {
@@ -158,7 +187,8 @@ struct Keeper: Service, WithServiceContext {
       do {
         try await readiness.observe { () throws(PostgresError) in
           let watches = try await queue.announce(
-            record, counters: metrics.counters, stopping: shutdown.isRequested)
+            record, counters: metrics.counters, stopping: shutdown.isRequested,
+            watchers: JobQueue.fleetWatchers)
           listener.watching(watches)
         }
       } catch {
@@ -215,13 +245,19 @@ struct Keeper: Service, WithServiceContext {
     }
     do {
       if config.retentionSeconds > 0 {
-        let deleted = try await queue.prune(olderThanSeconds: config.retentionSeconds)
+        let deleted = try await queue.prune(
+          olderThanSeconds: config.retentionSeconds, batchSize: JobQueue.pruneBatchSize,
+          maxBatches: JobQueue.pruneMaxBatches)
         if deleted > 0 { logger.info("pruned finished jobs", metadata: ["jobs": "\(deleted)"]) }
-        let forgotten = try await queue.pruneOriginals(olderThanSeconds: config.retentionSeconds)
+        let forgotten = try await queue.pruneOriginals(
+          olderThanSeconds: config.retentionSeconds, batchSize: JobQueue.pruneBatchSize,
+          maxBatches: JobQueue.pruneMaxBatches)
         if forgotten > 0 { logger.info("pruned originals rows", metadata: ["originals": "\(forgotten)"]) }
       }
       if config.eventRetentionSeconds > 0 {
-        let events = try await queue.pruneEvents(olderThanSeconds: config.eventRetentionSeconds)
+        let events = try await queue.pruneEvents(
+          olderThanSeconds: config.eventRetentionSeconds, batchSize: JobQueue.pruneBatchSize,
+          maxBatches: JobQueue.pruneMaxBatches)
         if events > 0 { logger.info("pruned completion events", metadata: ["events": "\(events)"]) }
       }
     } catch {

@@ -3,15 +3,38 @@ import Queue
 import ServiceLifecycle
 import ThumbCore
 
+/// The statements a producer runs: the queue's (`JobQueue`), or a test's own.
+protocol LeaseStatements: Sendable {
+  func lease(
+    workerID: String, limit: Int, leaseSeconds: Double, siblings: Int
+  ) async throws(PostgresError) -> [LeasedJob]
+  func reclaimUnheld(workerID: String, held: [Int64]) async throws(PostgresError) -> [Int64]
+  @discardableResult func rescueExpired() async throws(PostgresError) -> [Int64]
+  @discardableResult func promoteDue() async throws(PostgresError) -> Int
+}
+
+extension JobQueue: LeaseStatements {}
+
+/// What the producer and the keeper tell the worker's `NotificationListener` (a test's own, to see it
+/// without a LISTEN connection): whether to listen for enqueued jobs.
+protocol ListenerSwitch: Sendable {
+  /// The producer's wish: listen, or not while every lease comes back full.
+  func listening(_ on: Bool)
+  /// The fleet's: keep listening whatever the producer wishes.
+  func watching(_ on: Bool)
+}
+
+extension NotificationListener: ListenerSwitch {}
+
 /// Leases due jobs as slots free up and starts them; on a stop, waits out the grace period and hands
 /// back what still runs. Its decisions come from `ProducerPacing`; this only performs them.
 ///
 /// The last service of the group, so the first to stop: while it hands jobs back, the completer still
 /// writes and the keeper still heartbeats.
 struct Producer: Service, WithServiceContext {
-  let queue: JobQueue
+  let queue: any LeaseStatements
   /// Listens while the pacing says so (`ProducerPacing.listens`).
-  let listener: NotificationListener
+  let listener: any ListenerSwitch
   let context: ServiceContext
   let activity: ServiceActivity.Reporter
 
