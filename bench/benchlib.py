@@ -1,5 +1,5 @@
 """What the programs in bench/ share: messages, the virtualenv, the corpus, the thumbd binary, child
-processes and a throwaway PostgreSQL.
+processes, a throwaway PostgreSQL, and the pieces of an end-to-end run (bench/scaling, bench/job).
 
 The programs import it as they import bench/plan.py, with bench/ first on sys.path:
 
@@ -13,7 +13,10 @@ compiled from source on every start (no bytecode is written in bench/), would ad
 """
 
 import os
+import re
 import shlex
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -344,3 +347,255 @@ class Postgres:
     def stop(self):
         """Stops the server and deletes its folder. Returns the finished `scripts/pg-temp.sh stop`."""
         return subprocess.run([self.script, "stop", self.folder], capture_output=True, text=True)
+
+    def pids(self):
+        """The postmaster's and its live children's (the backends and the background processes)."""
+        return [self.pid] + children(self.pid)
+
+    def cpu_seconds(self):
+        """The postmaster's and its live children's CPU, plus that of every child it has reaped."""
+        total = 0.0
+        fields = stat_fields(self.pid)
+        if fields:
+            total += (int(fields[13]) + int(fields[14]) + int(fields[15]) + int(fields[16])) / CLOCK_TICKS
+        for pid in children(self.pid):
+            fields = stat_fields(pid)
+            if fields:
+                total += (int(fields[13]) + int(fields[14])) / CLOCK_TICKS
+        return total
+
+
+# ------------------------------------------------------------------ end-to-end runs (bench/scaling, bench/job)
+
+class Loopback:
+    """The stage of an end-to-end run, as a context manager: a work folder (`work`) holding `originals`,
+    a throwaway PostgreSQL (`pg`) whose `thumbd` database `thumbd migrate` has migrated (each run's
+    database is a copy of it), and Tests/Support/origin.py serving the originals on loopback (`origin`,
+    tools/sweeplib's Origin). Leaving it stops both servers and deletes the folder. Raises Failure when
+    one does not start or the migration fails."""
+
+    def __init__(self, name, thumbd):
+        self.name, self.thumbd = name, thumbd
+        self.pg = self.origin = None
+
+    def __enter__(self):
+        self.work = tempfile.mkdtemp(prefix=f"thumbd-{self.name}.")
+        os.chmod(self.work, 0o755)  # the postgres user reads nothing here, the origin (this user) everything
+        self.originals = os.path.join(self.work, "originals")
+        os.makedirs(self.originals)
+        try:
+            sys.path.insert(1, os.path.join(REPO, "tools"))
+            from sweeplib.run import Origin  # the loopback origin, as the sweep and tools/chaos.py start it
+
+            self.pg = Postgres(prefix=f"thumbd-{self.name}-pg.")
+            try:
+                self.origin = Origin(self.originals, self.work)
+            except RuntimeError as error:
+                raise Failure(f"the origin did not start: {error}") from None
+            migrated = subprocess.run([self.thumbd, "migrate"], capture_output=True, text=True,
+                                      env={**os.environ, "DATABASE_URL": self.pg.url_of("thumbd")})
+            if migrated.returncode != 0:
+                raise Failure(f"thumbd migrate failed:\n{migrated.stderr}")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *_):
+        if self.origin is not None:
+            self.origin.stop()
+        if self.pg is not None:
+            self.pg.stop()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def stat_fields(pid):
+    """/proc/<pid>/stat as a list indexed by proc(5)'s field number minus one: ppid [3], utime [13],
+    stime [14], cutime [15], cstime [16] (the command name, which may hold spaces, is a placeholder)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return [str(pid), "comm"] + text[text.rindex(")") + 2:].split()
+
+
+def children(parent):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = stat_fields(int(entry))
+            if fields and int(fields[3]) == parent:
+                found.append(int(entry))
+    return found
+
+
+def process_cpu_seconds(pid):
+    fields = stat_fields(pid)
+    return (int(fields[13]) + int(fields[14])) / CLOCK_TICKS if fields else 0.0
+
+
+def machine_busy_seconds():
+    """Busy CPU seconds of the whole machine, all cores (/proc/stat: everything but idle and iowait)."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    busy = sum(values[:8]) - values[3] - values[4]  # user nice system idle iowait irq softirq steal
+    return busy / CLOCK_TICKS
+
+
+def prioritise(pids, nice, cleanup):
+    """Gives every thread of `pids` the niceness `nice`, and the autogroups of this process's session and
+    of the first pid's (with kernel.sched_autogroup_enabled the scheduler shares a core between sessions
+    first and applies nice only within one). The sessions outlive the bench: `cleanup` (an ExitStack)
+    restores their niceness on the way out. Children started later inherit this process's niceness,
+    not the autogroup's: start them under `nice -n`."""
+    for pid in pids:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            os.setpriority(os.PRIO_PROCESS, int(task), nice)
+    for pid in [os.getpid(), pids[0]]:
+        path = f"/proc/{pid}/autogroup"
+        try:
+            with open(path) as f:
+                cleanup.callback(set_autogroup_nice, path, f.read().split()[-1])
+        except OSError:
+            continue
+        set_autogroup_nice(path, str(nice))
+
+
+def set_autogroup_nice(path, nice):
+    try:
+        with open(path, "w") as f:
+            f.write(nice)
+    except OSError:
+        pass
+
+
+def pin(pids, cpus):
+    for pid in pids:
+        subprocess.run(["taskset", "-a", "-p", "-c", cpus, str(pid)], capture_output=True)
+
+
+def tagged_copy(data, number):
+    """The original with `number` written where no decoder looks: other bytes (and so another content
+    hash: thumbd reuses nothing), the same picture, nothing more to decode. A JPEG gains a COM segment
+    right after SOI; a HEIF (ISOBMFF: HEIC, AVIF) a top-level `free` box at its end, which readers skip.
+    Raises ValueError for anything else, and for a HEIF whose last box runs to the end of the file
+    (size 0), which an appended box would lengthen."""
+    text = f"thumbd {PROGRAM} copy {number}".encode()
+    if data[:2] == b"\xff\xd8":
+        return data[:2] + b"\xff\xfe" + (len(text) + 2).to_bytes(2, "big") + text + data[2:]
+    if data[4:8] == b"ftyp":
+        offset = 0
+        while offset < len(data):
+            size = int.from_bytes(data[offset:offset + 4], "big")
+            if size == 1:
+                size = int.from_bytes(data[offset + 8:offset + 16], "big")
+            if size < 8:
+                raise ValueError("a HEIF whose boxes do not end at the end of the file")
+            offset += size
+        if offset != len(data):
+            raise ValueError("a HEIF whose boxes do not end at the end of the file")
+        return data + (len(text) + 8).to_bytes(4, "big") + b"free" + text
+    raise ValueError("neither a JPEG nor a HEIF")
+
+
+def make_originals(files, copies, folder):
+    """Writes K tagged copies of each photo into `folder` (tagged_copy: each copy's number is unique);
+    returns their names, copy by copy."""
+    names = []
+    for copy in range(copies):
+        for path in files:
+            stem, extension = os.path.splitext(os.path.basename(path))
+            name = f"{stem}-{copy}{extension.lower()}"
+            with open(path, "rb") as f:
+                data = f.read()
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(tagged_copy(data, len(names)))
+            names.append(name)
+    return names
+
+
+def enqueue(pg, database, urls):
+    """One thumbd job per URL, all in one statement."""
+    values = ",".join("('" + url.replace("'", "''") + "')" for url in urls)
+    pg.psql(f"SELECT count(thumbs.enqueue(u)) FROM (VALUES {values}) AS t(u)", database)
+
+
+def thumbd_worker(thumbd, concurrency, database_url, storage, memory_budget):
+    """The command of a `thumbd worker --drain` on loopback: local storage, no HTTP endpoint."""
+    return [thumbd, "worker", "--drain", "--concurrency", str(concurrency), "--database-url", database_url,
+            "--storage", f"file://{storage}", "--allow-hosts", "127.0.0.1", "--http-address", "off",
+            "--memory-budget", memory_budget]
+
+
+def wait_all(processes):
+    """Waits for every Popen in turn (the last one to exit ends the wall time); returns their summed user
+    and system CPU seconds and their largest peak RSS in KiB (wait4's rusage)."""
+    user = system = max_rss = 0.0
+    for process in processes:
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)  # keeps Popen from waiting again
+        user, system = user + usage.ru_utime, system + usage.ru_stime
+        max_rss = max(max_rss, usage.ru_maxrss)
+    return user, system, max_rss
+
+
+def run_workers(pg, origin, commands, log_paths, env=None, watch=None):
+    """Runs the worker processes (`commands`, each with its output in its log) to their end; dies when
+    one exits non-zero. `watch(processes)`, when given, is called once they have started and returns a
+    function that is called once they have all exited, whose value is kept as `watched`. Returns what
+    they took: `started` (the epoch second), `wall_s` (to the last exit), their CPU (wait4's rusage),
+    PostgreSQL's and the origin's CPU meanwhile, and "other": the rest of the machine's busy time on all
+    cores (/proc/stat), other people's work, which makes a run noisy."""
+    before = (pg.cpu_seconds(), process_cpu_seconds(origin.pid), machine_busy_seconds())
+    outs = [open(path, "w") for path in log_paths]
+    started, start = time.time(), time.monotonic()
+    try:
+        processes = [subprocess.Popen(c, env=env, stdin=subprocess.DEVNULL, stdout=o, stderr=subprocess.STDOUT)
+                     for c, o in zip(commands, outs)]
+        stop_watching = watch(processes) if watch else None
+        user, system, max_rss = wait_all(processes)
+        watched = stop_watching() if stop_watching else None
+    finally:
+        for out in outs:
+            out.close()
+    wall = time.monotonic() - start
+    after = (pg.cpu_seconds(), process_cpu_seconds(origin.pid), machine_busy_seconds())
+    for process, log_path in zip(processes, log_paths):
+        if process.returncode != 0:
+            die(f"a worker exited {process.returncode}; log: {log_path}", 1)
+    pg_cpu, origin_cpu, busy = (a - b for a, b in zip(after, before))
+    worker_cpu = user + system
+    return {
+        "started": started, "wall_s": wall, "worker_cpu_s": worker_cpu, "worker_user_s": user,
+        "worker_sys_s": system, "worker_max_rss_mib": max_rss / 1024, "postgres_cpu_s": pg_cpu,
+        "origin_cpu_s": origin_cpu, "other_cpu_s": max(0.0, busy - worker_cpu - pg_cpu - origin_cpu),
+        "machine_busy_s": busy, "watched": watched,
+    }
+
+
+def cpu_ms_per_job(runs, jobs):
+    """The medians over run_workers' results of the CPU each took, in ms per job of `jobs`."""
+    def per_job(key):
+        return statistics.median(r[key] for r in runs) / jobs * 1000
+
+    return {f"{name}_ms_per_job": per_job(f"{name}_s") for name in
+            ("worker_cpu", "worker_sys", "postgres_cpu", "origin_cpu", "other_cpu")}
+
+
+def check_thumbd_run(pg, database, jobs, log_paths, label="run"):
+    """Dies unless the workers whose logs these are decoded every one of `jobs` jobs, once, and reused
+    none, and the database has them all succeeded (the counts of each worker's "worker stopped" line)."""
+    counts = {}
+    for log_path in log_paths:
+        with open(log_path) as f:
+            last = [line for line in f if "worker stopped" in line][-1:]
+        for key, value in re.findall(r"(renders\.\w+|jobs\.succeeded)=(\d+)", "".join(last)):
+            counts[key] = counts.get(key, 0) + int(value)
+    states = pg.psql("SELECT state || '=' || count(*) FROM thumbs.jobs GROUP BY state", database)
+    if states != f"succeeded={jobs}" or counts.get("renders.decodes") != jobs or counts.get("renders.reused") != 0:
+        die(f"{label}: expected {jobs} succeeded jobs, {jobs} decodes and 0 reused; database: {states!r}; "
+            f"worker: {counts}; log: {' '.join(log_paths)}", 1)

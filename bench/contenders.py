@@ -39,49 +39,64 @@ def choose(step, made, fallback):
     return made[step["source"]] if step["source"] is not None else fallback
 
 
-def run_vips(outdir, files, optimize=True):
+def vips_setup(optimize=True):
+    """pyvips on one thread with no operation cache, and jpegsave's options: no metadata, 4:2:0, baseline,
+    optimised Huffman tables unless `optimize` is False. Also used by bench/peer_worker.py."""
     os.environ.setdefault("VIPS_CONCURRENCY", "1")
     import pyvips
 
     pyvips.cache_set_max(0)
     pyvips.concurrency_set(1)
-    new_keep = (pyvips.version(0), pyvips.version(1)) >= (8, 15)
     save_opts = {"optimize_coding": optimize, "subsample_mode": "on", "interlace": False}
-    if new_keep:
+    if (pyvips.version(0), pyvips.version(1)) >= (8, 15):
         save_opts["keep"] = "none"
     else:
         save_opts["strip"] = True
+    return pyvips, save_opts
 
+
+def vips_render(head, decode, save, save_opts):
+    """The default profile's variants of one original, in thumbd's cascade. `head` is the original opened
+    lazily (only its header is read: the plan needs the upright size); `decode(w, h)` decodes it once,
+    with shrink-on-load and autorotation, to fit that box; `save(name, image, quality, save_opts)` writes a
+    variant. Returns {variant name: (width, height)}. Also used by bench/peer_worker.py."""
+    w, h = head.width, head.height
+    orientation = head.get("orientation") if head.get_typeof("orientation") else 1
+    upright = (h, w) if orientation in (5, 6, 7, 8) else (w, h)
+    made, sizes = {}, {}
+    large_spec = None
+    steps = plan.steps(upright, upright)
+    kept = {s["source"] for s in steps}
+    for step in steps:
+        name, (bw, bh), fit, quality = plan.VARIANTS[step["variant"]]
+        if name == "large":
+            # Decode once, with shrink-on-load and autorotation; keep it in memory for the cascade.
+            img = decode(bw, bh).copy_memory()
+            large_spec = step["variant"]
+        else:
+            # libvips cannot go back to a full decode without decoding again: "the decode" is `large`.
+            src = made[step["source"]] if step["source"] is not None else made[large_spec]
+            if fit == "cover":
+                img = src.thumbnail_image(bw, height=bh, size="down", crop="centre")
+            else:
+                img = src.thumbnail_image(bw, height=bh, size="down")
+            if step["variant"] in kept:
+                img = img.copy_memory()  # a later variant reads it: render it once
+        save(name, img, quality, save_opts)
+        made[step["variant"]] = img
+        sizes[name] = (img.width, img.height)
+    return sizes
+
+
+def run_vips(outdir, files, optimize=True):
+    pyvips, save_opts = vips_setup(optimize)
     t0 = time.perf_counter()
     for path in files:
         base = os.path.join(outdir, stem(path))
-        # Only the upright size is needed for the plan; the header read is lazy and cheap.
-        head = pyvips.Image.new_from_file(path, access="sequential")
-        w, h = head.width, head.height
-        orientation = head.get("orientation") if head.get_typeof("orientation") else 1
-        upright = (h, w) if orientation in (5, 6, 7, 8) else (w, h)
-        del head
-        made = {}
-        large_spec = None
-        steps = plan.steps(upright, upright)
-        kept = {s["source"] for s in steps}
-        for step in steps:
-            name, (bw, bh), fit, quality = plan.VARIANTS[step["variant"]]
-            if name == "large":
-                # Decode once, with shrink-on-load and autorotation; keep it in memory for the cascade.
-                img = pyvips.Image.thumbnail(path, bw, height=bh, size="down").copy_memory()
-                large_spec = step["variant"]
-            else:
-                # libvips cannot go back to a full decode without decoding again: "the decode" is `large`.
-                src = made[step["source"]] if step["source"] is not None else made[large_spec]
-                if fit == "cover":
-                    img = src.thumbnail_image(bw, height=bh, size="down", crop="centre")
-                else:
-                    img = src.thumbnail_image(bw, height=bh, size="down")
-                if step["variant"] in kept:
-                    img = img.copy_memory()  # a later variant reads it: render it once
-            img.jpegsave(f"{base}_{name}.jpg", Q=quality, **save_opts)
-            made[step["variant"]] = img
+        vips_render(pyvips.Image.new_from_file(path, access="sequential"),
+                    lambda bw, bh: pyvips.Image.thumbnail(path, bw, height=bh, size="down"),
+                    lambda name, img, quality, opts: img.jpegsave(f"{base}_{name}.jpg", Q=quality, **opts),
+                    save_opts)
     return time.perf_counter() - t0, {}
 
 

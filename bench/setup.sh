@@ -3,7 +3,7 @@
 # benchmark (bench/queue).
 # Creates a virtualenv at ${THUMBD_BENCH_VENV:-$HOME/.cache/thumbd-bench-venv} with pyvips (and its
 # bundled libvips wheel) and Pillow, plus pgqueuer and asyncpg (its driver in bench/pgqueuer_bench.py),
-# and numpy (SSIM in bench/quality).
+# numpy (SSIM in bench/quality) and psycopg (bench/peer_worker.py, the peer of bench/job).
 # A second virtualenv, ${THUMBD_BENCH_DEBIAN_VIPS_VENV:-$HOME/.cache/thumbd-bench-debian-vips}, holds pyvips
 # without its wheel, bound to Debian's own libvips (libvips42): the peer for HEIC, since the PyPI wheel's
 # libvips has no HEVC decoder.
@@ -55,6 +55,15 @@ if ! have_debvips; then
   "$debvenv/bin/python" -m pip install --disable-pip-version-check -q pyvips
 fi
 
+# The end-to-end benchmark's peer worker (bench/peer_worker.py, run by bench/job) talks to PostgreSQL
+# through psycopg 3, in both virtualenvs: the PyPI libvips one for JPEG, the Debian libvips one for HEIC.
+for pyx in "$vpy" "$debvenv/bin/python"; do
+  if ! "$pyx" -c 'import psycopg' >/dev/null 2>&1; then
+    echo "setup: installing psycopg into $(dirname "$(dirname "$pyx")")" >&2
+    "$pyx" -m pip install --disable-pip-version-check -q 'psycopg[binary]'
+  fi
+done
+
 # The queue benchmark's contender: pgqueuer (PostgreSQL job queue for Python) with asyncpg.
 have_pgq() { "$vpy" -c 'import pgqueuer, asyncpg' >/dev/null 2>&1; }
 if ! have_pgq; then
@@ -89,6 +98,7 @@ import importlib.metadata as md
 print(f"pgqueuer {md.version('pgqueuer')}")
 print(f"asyncpg {md.version('asyncpg')}")
 print(f"numpy {md.version('numpy')}")
+print(f"psycopg {md.version('psycopg')}")
 PY
 echo "Debian libvips: $(env -u VIPSHOME "$debvenv/bin/python" -c 'import pyvips; print("%d.%d.%d" % tuple(pyvips.version(i) for i in range(3)))')"
 echo "setup: venv $venv ready" >&2
