@@ -1,6 +1,5 @@
 import ArgumentParser
 import CPlatform
-import Glibc
 import Imaging
 
 /// glibc malloc settings for a process that allocates and frees buffers of tens of megabytes (decoded
@@ -16,23 +15,6 @@ enum Allocator {
     // mapping, returned to the kernel the moment it is freed. Two arenas instead of eight per core:
     // fewer heaps holding freed small blocks; small allocations are not the bottleneck here, decoding is.
     _ = thumbd_malloc_tune(1 << 20, 2)
-  }
-
-  /// Runs `thumbd worker` again, at once, with glibc's `glibc.malloc.hugetlb=1`, unless GLIBC_TUNABLES
-  /// already names it (the operator's word stands, `=0` included): glibc then asks for transparent huge
-  /// pages (madvise) on the blocks it maps, and a decoded photo's buffers fault in by the 2 MiB page
-  /// instead of by the 4 KiB one. The worker returns every large buffer to the kernel when freed (above),
-  /// which keeps it within its memory budget, and then pays for each page of the next photo's buffers
-  /// again: on phone JPEGs a fifth of its CPU went to system time, most of it page faults; with huge
-  /// pages, a third fewer faults and 5-7% less CPU per job (docs/benchmarks/job.md). A kernel whose
-  /// transparent huge pages are `never` ignores the advice. glibc reads its tunables only when a
-  /// program starts, hence the exec; the process keeps its pid. Call it before any other work.
-  static func hugePagesForLargeBuffers() {
-    var arguments = CommandLine.arguments.map { strdup($0) }
-    arguments.append(nil)
-    // Returns only when no exec happened (already set, or the exec failed: the worker runs without).
-    _ = thumbd_exec_with_tunable("glibc.malloc.hugetlb=1", arguments)
-    for argument in arguments { free(argument) }
   }
 
   /// For a process that renders one photo at a time and then exits (`thumbd thumbnail`): freed buffers

@@ -20,7 +20,6 @@ struct WorkerCommand: AsyncParsableCommand {
   var options: [String] = []
 
   func run() async throws {
-    Allocator.hugePagesForLargeBuffers()
     try ImagingProcess.prepare()
     // SIGTERM and SIGINT have one owner from here to the exit: a stop asked for while the worker still
     // reads its configuration or starts its services is kept, and ends the worker once it has started.

@@ -1,5 +1,5 @@
-// What Swift's Glibc module does not offer: glibc's mallopt (malloc.h) and tunables, and the compiler's
-// CPU feature test.
+// What Swift's Glibc module does not offer: glibc's mallopt (malloc.h) and the compiler's CPU feature
+// test.
 #ifndef THUMBD_CPLATFORM_H
 #define THUMBD_CPLATFORM_H
 
@@ -10,12 +10,6 @@ int thumbd_malloc_tune(int mmap_threshold, int arena_max);
 /// Blocks below `mmap_threshold` bytes come from the heap, and the heap keeps up to `trim_threshold`
 /// free bytes at its top instead of returning them to the kernel. Returns 1 when glibc accepted both.
 int thumbd_malloc_keep_freed(int mmap_threshold, int trim_threshold);
-
-/// Runs this program again (execv of /proc/self/exe with `argv`, NULL-terminated) with `tunable`
-/// ("glibc.malloc.hugetlb=1") added to GLIBC_TUNABLES, which glibc reads only when a program starts.
-/// Returns 0 without doing anything when GLIBC_TUNABLES already names that tunable; -1 when the exec
-/// failed (the environment is left as it was). Call it before the program starts threads of its own.
-int thumbd_exec_with_tunable(const char *tunable, char *const argv[]);
 
 /// 1 when the CPU has the instructions the Imaging module is compiled for (x86-64: AVX2 and FMA,
 /// Haswell and later); always 1 on other architectures.
