@@ -453,8 +453,11 @@ def prioritise(pids, nice, cleanup):
     restores their niceness on the way out. Children started later inherit this process's niceness,
     not the autogroup's: start them under `nice -n`."""
     for pid in pids:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            os.setpriority(os.PRIO_PROCESS, int(task), nice)
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                os.setpriority(os.PRIO_PROCESS, int(task), nice)
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a PostgreSQL backend that ended meanwhile
     for pid in [os.getpid(), pids[0]]:
         path = f"/proc/{pid}/autogroup"
         try:

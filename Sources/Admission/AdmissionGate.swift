@@ -33,7 +33,7 @@ public final class AdmissionGate: Sendable {
   private let state: Mutex<State>
   /// Frees at least the given number of bytes if it can (the original cache drops its least recently used
   /// entries). Called without the gate's lock held.
-  private let relief = Mutex<(@Sendable (Int) -> Void)?>(nil)
+  private let relief = Mutex<[@Sendable (Int) -> Void]>([])
   public let capacity: Int
 
   /// `maxOvertakes`: how many later requests that fit may start ahead of one that does not.
@@ -43,8 +43,10 @@ public final class AdmissionGate: Sendable {
   }
 
   /// What to call when the first request in line lacks memory and no granted request will give any back.
+  /// Several may be given: they are called in the order given, each with what is still short, until
+  /// nothing is.
   public func onShortfall(_ relieve: @escaping @Sendable (Int) -> Void) {
-    relief.withLock { $0 = relieve }
+    relief.withLock { $0.append(relieve) }
   }
 
   /// Waits until `weight` fits. `held`: bytes of original the caller already holds (counted by `take`)
@@ -112,6 +114,12 @@ public final class AdmissionGate: Sendable {
     return taken
   }
 
+  /// Takes `bytes` for memory kept only while there is room (PlaneRecycler): only if they fit now and no
+  /// request waits. Never wakes or relieves anything.
+  public func takeIfRoom(_ bytes: Int) -> Bool {
+    state.withLock { state in state.admission.queuedCount == 0 && state.admission.take(bytes) }
+  }
+
   public func give(_ bytes: Int) {
     perform(state.withLock { state in Self.effects(of: state.admission.give(bytes), &state) })
   }
@@ -152,8 +160,14 @@ public final class AdmissionGate: Sendable {
     effects.granted.forEach { $0.resume(returning: .granted) }
     effects.wakes.forEach { $0() }
     guard effects.shortfall > 0 else { return }
-    // First what costs nothing but a cache miss later: cached originals nobody is using.
-    relief.withLock { $0 }?(effects.shortfall)
+    // First what costs nothing but a page fault or a cache miss later: kept buffers, cached originals
+    // nobody is using.
+    var short = effects.shortfall
+    for relieve in relief.withLock({ $0 }) where short > 0 {
+      let before = inUse
+      relieve(short)
+      short -= before - inUse
+    }
     // Then, if no granted request will give memory back, the originals of requests queued behind the
     // first: they cannot run before it anyway.
     let (yielded, more) = state.withLock { state -> ([CheckedContinuation<Outcome, Never>], Effects) in

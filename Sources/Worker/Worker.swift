@@ -62,12 +62,17 @@ public final class Worker: Sendable {
   private let handler: (any JobHandler)?
   private let metrics: WorkerMetrics
   private let memory: AdmissionGate
+  /// Whether the process's plane buffers are kept for the next render under this worker's budget
+  /// (PlaneRecycler): for the one worker of a `thumbd worker` process, not for workers in a test's.
+  private let recyclesPlanes: Bool
 
   /// `handler` nil: the real pipeline (fetch, render, store) built from `config`.
   public init(
     config: WorkerConfig, shutdown: ShutdownSignal = ShutdownSignal(), logger: Logger,
-    handler: (any JobHandler)? = nil, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()
+    handler: (any JobHandler)? = nil, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+    recyclesPlanes: Bool = false
   ) {
+    self.recyclesPlanes = recyclesPlanes
     self.config = config
     self.shutdown = shutdown
     self.logger = logger
@@ -113,6 +118,9 @@ public final class Worker: Sendable {
     let (leaser, writer, keeperQueue) = (connect(true), connect(true), connect(false))
     defer { [leaser, writer, keeperQueue].forEach { $0.client.close() } }
     let multi = CurlMulti()
+    // Registered before the originals cache: the budget drops kept plane buffers first when short.
+    if recyclesPlanes { installPlaneRecycler() }
+    defer { if recyclesPlanes { PlaneRecycler.install(nil) } }
     let originals = makeOriginalSource(pool: pool, multi: multi)
     // The storage is opened only for the real pipeline (benchmarks' handlers store nothing).
     let store =
@@ -260,6 +268,17 @@ public final class Worker: Sendable {
   /// Downloads each URL once for all the jobs here that name it, hashing each body once on the pool.
   /// Downloads are counted against the memory budget as their bodies arrive, and the cache gives its
   /// originals back when a decode lacks memory.
+  /// Keeps freed plane buffers for the next render, up to a quarter of the budget (at most 64 MiB),
+  /// counted under the budget, which drops them first when a decode or a download lacks memory.
+  private func installPlaneRecycler() {
+    let memory = self.memory
+    let recycler = PlaneRecycler(
+      capacity: min(config.memoryBudget / 4, 64 << 20), keep: { memory.takeIfRoom($0) },
+      released: { memory.give($0) })
+    memory.onShortfall { recycler.drop(atLeast: $0) }
+    PlaneRecycler.install(recycler)
+  }
+
   private func makeOriginalSource(pool: BlockingPool, multi: CurlMulti) -> OriginalSource {
     let fetcher = Fetcher(
       limits: config.fetch, addressPolicy: config.addressPolicy, memory: memory, multi: multi,

@@ -40,7 +40,8 @@ struct WorkerCommand: AsyncParsableCommand {
     MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
     Allocator.tuneForLargeBuffers()
     let worker = Worker(
-      config: settings, shutdown: shutdown, logger: Logger(label: "thumbd.worker"), registry: registry)
+      config: settings, shutdown: shutdown, logger: Logger(label: "thumbd.worker"), registry: registry,
+      recyclesPlanes: true)
     let totals: WorkerCounters
     do {
       totals = try await worker.run()

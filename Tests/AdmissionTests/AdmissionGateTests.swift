@@ -63,4 +63,45 @@ struct AdmissionGateTests {
     let tookNow = gate.take(20, orWake: {})
     #expect(tookNow)
   }
+
+  /// Memory kept only while there is room (PlaneRecycler's buffers): taken when it fits and nobody waits,
+  /// never waking or relieving anything.
+  @Test func takeIfRoomTakesOnlyWhatFitsWhileNobodyWaits() async throws {
+    let gate = AdmissionGate(capacity: 100)
+    #expect(gate.takeIfRoom(60))
+    #expect(!gate.takeIfRoom(50), "over the capacity")
+    let waiting = Task { await gate.acquire(50) }
+    #expect(await eventually(timeout: 5) { gate.queuedCount == 1 })
+    #expect(!gate.takeIfRoom(10), "a request waits: its room first")
+    gate.give(60)
+    #expect(await waiting.value == .granted)
+    #expect(gate.inUse == 50)
+  }
+
+  /// Several reliefs are asked in the order given, each for what is still short, until nothing is.
+  @Test func reliefsAreAskedInTurnForWhatIsStillShort() async throws {
+    let gate = AdmissionGate(capacity: 100)
+    let asked = Mutex<[String]>([])
+    let took = (0..<3).map { _ in gate.take(30, orWake: {}) }
+    #expect(took == [true, true, true])
+    gate.onShortfall { bytes in
+      asked.withLock { $0.append("buffers \(bytes)") }
+      gate.give(30)
+    }
+    gate.onShortfall { bytes in
+      asked.withLock { $0.append("originals \(bytes)") }
+      gate.give(30)
+    }
+    let first = Task { await gate.acquire(60) }  // 90 + 60: 50 short
+    #expect(await first.value == .granted)
+    #expect(asked.withLock { $0 } == ["buffers 50", "originals 20"])
+    asked.withLock { $0.removeAll() }
+    gate.release(60)
+    let tookAgain = gate.take(60, orWake: {})
+    #expect(tookAgain)  // 30 + 60 in use
+    let second = Task { await gate.acquire(20) }  // 10 short: the first relief is enough
+    #expect(await eventually(timeout: 5) { !asked.withLock { $0.isEmpty } })
+    #expect(await second.value == .granted)
+    #expect(asked.withLock { $0 } == ["buffers 10"])
+  }
 }

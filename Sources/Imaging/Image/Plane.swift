@@ -95,21 +95,37 @@ final class PlaneStorage: @unchecked Sendable {
   let base: UnsafeMutablePointer<UInt8>
   let count: Int
 
+  /// The recycler the storage came from and goes back to (PlaneRecycler.current when it was made).
+  private let recycler: PlaneRecycler?
+  /// The bytes allocated: `count`, or more for a buffer the recycler kept from a larger plane.
+  private let allocated: Int
+
   init(count: Int, zeroed: Bool = true) {
-    guard let raw = zeroed ? calloc(max(1, count), 1) : malloc(max(1, count)) else {
-      fatalError("out of memory for a \(count)-byte plane")
+    let recycler = PlaneRecycler.current
+    if let kept = recycler?.take(count) {
+      if zeroed { memset(kept.base, 0, count) }
+      self.base = kept.base.assumingMemoryBound(to: UInt8.self)
+      self.allocated = kept.size
+    } else {
+      guard let raw = zeroed ? calloc(max(1, count), 1) : malloc(max(1, count)) else {
+        fatalError("out of memory for a \(count)-byte plane")
+      }
+      self.base = raw.assumingMemoryBound(to: UInt8.self)
+      self.allocated = count
     }
-    self.base = raw.assumingMemoryBound(to: UInt8.self)
     self.count = count
+    self.recycler = recycler
   }
 
   func copy() -> PlaneStorage {
-    let other = PlaneStorage(count: count)
+    let other = PlaneStorage(count: count, zeroed: false)
     other.base.update(from: base, count: count)
     return other
   }
 
-  deinit { free(base) }
+  deinit {
+    if recycler?.keep(base, count: allocated) != true { free(base) }
+  }
 }
 
 /// Mutable base pointers of every plane at once (C APIs take an array of plane pointers).
