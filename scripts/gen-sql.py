@@ -279,6 +279,11 @@ def render_row(statement):
     out = ["    public struct Row: StatementRow, Equatable {"]
     out += [f"      public var {camel(n)}: {swift_type(t)}" for n, t in columns]
     out.append("")
+    # Memberwise too, so that a test can hand a service rows without a database.
+    out += packed("      public init(", [f"{camel(n)}: {swift_type(t)}" for n, t in columns], ") {", 6)
+    out += [f"        self.{camel(n)} = {camel(n)}" for n, _ in columns]
+    out.append("      }")
+    out.append("")
     out.append("      public init(_ row: ResultRow) throws(PostgresError) {")
     out += [f"        {camel(n)} = try row.decode({swift_string(n)})" for n, _ in columns]
     out.append("      }")

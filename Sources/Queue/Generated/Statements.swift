@@ -97,6 +97,10 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var watches: Bool
 
+      public init(watches: Bool) {
+        self.watches = watches
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         watches = try row.decode("watches")
       }
@@ -120,6 +124,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var version: String
+
+      public init(version: String) {
+        self.version = version
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         version = try row.decode("version")
@@ -347,6 +355,12 @@ public enum SQL {
       public var refused: Bool
       public var notified: Int64
 
+      public init(id: Int64, refused: Bool, notified: Int64) {
+        self.id = id
+        self.refused = refused
+        self.notified = notified
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
         refused = try row.decode("refused")
@@ -450,6 +464,11 @@ public enum SQL {
       public var passed: Int
       public var queued: Int
 
+      public init(passed: Int, queued: Int) {
+        self.passed = passed
+        self.queued = queued
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         passed = try row.decode("passed")
         queued = try row.decode("queued")
@@ -498,6 +517,10 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var id: Int64
 
+      public init(id: Int64) {
+        self.id = id
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
       }
@@ -522,6 +545,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var expired: Int
+
+      public init(expired: Int) {
+        self.expired = expired
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         expired = try row.decode("expired")
@@ -619,6 +646,11 @@ public enum SQL {
       public var id: Int64
       public var notified: Int64
 
+      public init(id: Int64, notified: Int64) {
+        self.id = id
+        self.notified = notified
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
         notified = try row.decode("notified")
@@ -676,6 +708,22 @@ public enum SQL {
       public var storageKey: String
       public var warnings: String?
       public var media: String?
+
+      public init(
+        jobID: Int64, thumbhash: String?, name: String, width: Int, height: Int, format: String, bytes: Int64,
+        storageKey: String, warnings: String?, media: String?
+      ) {
+        self.jobID = jobID
+        self.thumbhash = thumbhash
+        self.name = name
+        self.width = width
+        self.height = height
+        self.format = format
+        self.bytes = bytes
+        self.storageKey = storageKey
+        self.warnings = warnings
+        self.media = media
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         jobID = try row.decode("job_id")
@@ -765,6 +813,10 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var id: Int64
 
+      public init(id: Int64) {
+        self.id = id
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
       }
@@ -802,6 +854,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var adopted: Int64
+
+      public init(adopted: Int64) {
+        self.adopted = adopted
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         adopted = try row.decode("adopted")
@@ -849,6 +905,19 @@ public enum SQL {
       public var named: Bool
       public var attempts: Int
       public var lastError: String?
+
+      public init(
+        storageKey: String, state: String, reason: String?, ageSeconds: Double, named: Bool, attempts: Int,
+        lastError: String?
+      ) {
+        self.storageKey = storageKey
+        self.state = state
+        self.reason = reason
+        self.ageSeconds = ageSeconds
+        self.named = named
+        self.attempts = attempts
+        self.lastError = lastError
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         storageKey = try row.decode("storage_key")
@@ -929,6 +998,10 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var storageKey: String
 
+      public init(storageKey: String) {
+        self.storageKey = storageKey
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         storageKey = try row.decode("storage_key")
       }
@@ -973,6 +1046,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var deleted: Int64
+
+      public init(deleted: Int64) {
+        self.deleted = deleted
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         deleted = try row.decode("deleted")
@@ -1026,6 +1103,10 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var failed: Int64
 
+      public init(failed: Int64) {
+        self.failed = failed
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         failed = try row.decode("failed")
       }
@@ -1055,6 +1136,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var fenced: Int64
+
+      public init(fenced: Int64) {
+        self.fenced = fenced
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         fenced = try row.decode("fenced")
@@ -1114,6 +1199,11 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var marked: Int64
       public var kept: Int64
+
+      public init(marked: Int64, kept: Int64) {
+        self.marked = marked
+        self.kept = kept
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         marked = try row.decode("marked")
@@ -1178,6 +1268,11 @@ public enum SQL {
       public var events: Int64
       public var notified: Int64
 
+      public init(events: Int64, notified: Int64) {
+        self.events = events
+        self.notified = notified
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         events = try row.decode("events")
         notified = try row.decode("notified")
@@ -1214,6 +1309,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var added: Int64
+
+      public init(added: Int64) {
+        self.added = added
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         added = try row.decode("added")
@@ -1256,6 +1355,10 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var storageKey: String
 
+      public init(storageKey: String) {
+        self.storageKey = storageKey
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         storageKey = try row.decode("storage_key")
       }
@@ -1281,6 +1384,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var waiting: Int64
+
+      public init(waiting: Int64) {
+        self.waiting = waiting
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         waiting = try row.decode("waiting")
@@ -1340,6 +1447,11 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var id: Int64
       public var notified: Int64
+
+      public init(id: Int64, notified: Int64) {
+        self.id = id
+        self.notified = notified
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
@@ -1401,6 +1513,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var id: Int64
+
+      public init(id: Int64) {
+        self.id = id
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
@@ -1501,6 +1617,21 @@ public enum SQL {
       public var spec: String?
       public var specVersion: Int64?
 
+      public init(
+        id: Int64, sourceURL: String, profile: String, attempts: Int, maxAttempts: Int, leaseToken: String,
+        owner: String?, spec: String?, specVersion: Int64?
+      ) {
+        self.id = id
+        self.sourceURL = sourceURL
+        self.profile = profile
+        self.attempts = attempts
+        self.maxAttempts = maxAttempts
+        self.leaseToken = leaseToken
+        self.owner = owner
+        self.spec = spec
+        self.specVersion = specVersion
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
         sourceURL = try row.decode("source_url")
@@ -1576,6 +1707,20 @@ public enum SQL {
       public var kind: String
       public var createdEpoch: Double
       public var payload: String
+
+      public init(
+        id: Int64, token: String, attempts: Int, firstAttemptEpoch: Double, eventID: Int64, kind: String,
+        createdEpoch: Double, payload: String
+      ) {
+        self.id = id
+        self.token = token
+        self.attempts = attempts
+        self.firstAttemptEpoch = firstAttemptEpoch
+        self.eventID = eventID
+        self.kind = kind
+        self.createdEpoch = createdEpoch
+        self.payload = payload
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
@@ -1678,6 +1823,11 @@ public enum SQL {
       public var promoted: Int64
       public var notified: Int64
 
+      public init(promoted: Int64, notified: Int64) {
+        self.promoted = promoted
+        self.notified = notified
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         promoted = try row.decode("promoted")
         notified = try row.decode("notified")
@@ -1715,6 +1865,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var deleted: Int
+
+      public init(deleted: Int) {
+        self.deleted = deleted
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         deleted = try row.decode("deleted")
@@ -1754,6 +1908,10 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var deleted: Int
 
+      public init(deleted: Int) {
+        self.deleted = deleted
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         deleted = try row.decode("deleted")
       }
@@ -1790,6 +1948,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var deleted: Int
+
+      public init(deleted: Int) {
+        self.deleted = deleted
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         deleted = try row.decode("deleted")
@@ -1874,6 +2036,16 @@ public enum SQL {
       public var running: Int64
       public var oldestReadySeconds: Double
       public var gcBacklog: Int64
+
+      public init(
+        queued: Int64, ready: Int64, running: Int64, oldestReadySeconds: Double, gcBacklog: Int64
+      ) {
+        self.queued = queued
+        self.ready = ready
+        self.running = running
+        self.oldestReadySeconds = oldestReadySeconds
+        self.gcBacklog = gcBacklog
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         queued = try row.decode("queued")
@@ -2029,6 +2201,10 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var disabled: Bool
 
+      public init(disabled: Bool) {
+        self.disabled = disabled
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         disabled = try row.decode("disabled")
       }
@@ -2092,6 +2268,11 @@ public enum SQL {
       public var id: Int64
       public var notified: Int64
 
+      public init(id: Int64, notified: Int64) {
+        self.id = id
+        self.notified = notified
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
         notified = try row.decode("notified")
@@ -2117,6 +2298,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var version: String?
+
+      public init(version: String?) {
+        self.version = version
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         version = try row.decode("version")
@@ -2197,6 +2382,10 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var settings: Int64
 
+      public init(settings: Int64) {
+        self.settings = settings
+      }
+
       public init(_ row: ResultRow) throws(PostgresError) {
         settings = try row.decode("settings")
       }
@@ -2223,6 +2412,12 @@ public enum SQL {
       public var state: String
       public var jobs: Int64
       public var oldest: String?
+
+      public init(state: String, jobs: Int64, oldest: String?) {
+        self.state = state
+        self.jobs = jobs
+        self.oldest = oldest
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         state = try row.decode("state")
@@ -2263,6 +2458,21 @@ public enum SQL {
       public var leasesLost: String?
       public var heartbeat: String?
       public var stale: String?
+
+      public init(
+        id: String, state: String, concurrency: String?, running: String?, jobsSucceeded: String?,
+        jobsFailed: String?, leasesLost: String?, heartbeat: String?, stale: String?
+      ) {
+        self.id = id
+        self.state = state
+        self.concurrency = concurrency
+        self.running = running
+        self.jobsSucceeded = jobsSucceeded
+        self.jobsFailed = jobsFailed
+        self.leasesLost = leasesLost
+        self.heartbeat = heartbeat
+        self.stale = stale
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
@@ -2314,6 +2524,11 @@ public enum SQL {
     public struct Row: StatementRow, Equatable {
       public var id: Int64
       public var leaseToken: String
+
+      public init(id: Int64, leaseToken: String) {
+        self.id = id
+        self.leaseToken = leaseToken
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         id = try row.decode("id")
@@ -2369,6 +2584,10 @@ public enum SQL {
 
     public struct Row: StatementRow, Equatable {
       public var pgAdvisoryUnlock: Bool
+
+      public init(pgAdvisoryUnlock: Bool) {
+        self.pgAdvisoryUnlock = pgAdvisoryUnlock
+      }
 
       public init(_ row: ResultRow) throws(PostgresError) {
         pgAdvisoryUnlock = try row.decode("pg_advisory_unlock")

@@ -149,6 +149,10 @@ enum BenchSQL {
     struct Row: StatementRow, Equatable {
       var jobs: Int64
 
+      init(jobs: Int64) {
+        self.jobs = jobs
+      }
+
       init(_ row: ResultRow) throws(PostgresError) {
         jobs = try row.decode("jobs")
       }
@@ -172,6 +176,10 @@ enum BenchSQL {
 
     struct Row: StatementRow, Equatable {
       var jobs: Int64
+
+      init(jobs: Int64) {
+        self.jobs = jobs
+      }
 
       init(_ row: ResultRow) throws(PostgresError) {
         jobs = try row.decode("jobs")
