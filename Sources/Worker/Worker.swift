@@ -215,7 +215,7 @@ public final class Worker: Sendable {
       WebhookSender(
         queue: queue, url: url, secrets: secrets,
         permitsAddress: config.webhookAddressPolicy.policy(host: URLComponents(string: url)?.host),
-        settings: config.webhookDelivery, multi: multi, wake: wake, metrics: metrics, logger: logger,
+        settings: config.webhookDelivery, poster: multi, wake: wake, metrics: metrics, logger: logger,
         activity: $0)
     }
     return queue

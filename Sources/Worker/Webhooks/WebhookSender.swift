@@ -20,21 +20,60 @@ public struct WebhookDeliverySettings: Sendable {
   public init() {}
 }
 
+/// The statements a WebhookSender runs: the queue's (`JobQueue`), or a test's own.
+protocol WebhookStatements: Sendable {
+  func registerWebhook(url: String) async throws(PostgresError) -> Bool
+  func dispatchWebhookEvents(
+    url: String, maxEvents: Int
+  ) async throws(PostgresError) -> (passed: Int, queued: Int)
+  func leaseWebhookDeliveries(
+    url: String, limit: Int, leaseSeconds: Double
+  ) async throws(PostgresError) -> [WebhookDelivery]
+  @discardableResult
+  func finishWebhookDeliveries(_ outcomes: [WebhookDeliveryOutcome]) async throws(PostgresError) -> [Int64]
+}
+
+extension JobQueue: WebhookStatements {}
+
+/// Where a WebhookSender's POSTs go: the transfer thread (`CurlMulti`), or a test's own receiver.
+protocol WebhookPoster: Sendable {
+  /// What the receiver answered to `request`, or why no answer came.
+  func post(_ request: HTTPRequest) async -> WebhookRetry.Answer
+}
+
+extension CurlMulti: WebhookPoster {
+  func post(_ request: HTTPRequest) async -> WebhookRetry.Answer {
+    switch await send(request) {
+    case .success(let response): .status(response.status)
+    case .failure(let error): .none(error.description)
+    }
+  }
+}
+
 /// Delivers completion events to the webhook URL: registers the endpoint, moves its cursor over new
 /// events (queueing one delivery each), claims due deliveries, POSTs them signed, and writes back what
 /// became of each. Every worker with the URL runs one; the database decides who sends what.
 struct WebhookSender: Service {
-  let queue: JobQueue
+  let queue: any WebhookStatements
   let url: String
   let secrets: WebhookSecrets
   /// The private-network block for the URL's host (`AddressPolicy.policy`).
   let permitsAddress: @Sendable (String) -> Bool
   let settings: WebhookDeliverySettings
-  let multi: CurlMulti
+  let poster: any WebhookPoster
   let wake: WakeSignal
   let metrics: WorkerMetrics
   let logger: Logger
   let activity: ServiceActivity.Reporter
+  /// Between failed rounds (`roundBackoff` unless a test says otherwise).
+  var backoff: Backoff = WebhookSender.roundBackoff
+  /// Seconds since 1970, for the signature's timestamp and the retry window; a test's own clock.
+  var now: @Sendable () -> Double = { Date().timeIntervalSince1970 }
+  /// A random number in [0, 1) for the retry's jitter; a test's own to know the wait.
+  var unit: @Sendable () -> Double = { Double.random(in: 0..<1) }
+
+  /// A round fails when the database is away: tried again soon, then less often.
+  static let roundBackoff = Backoff(first: .seconds(1), cap: .seconds(30))
 
   func run() async throws {
     let ending = OneShot<Void>()
@@ -60,7 +99,7 @@ struct WebhookSender: Service {
           }
         } catch {
           failures += 1
-          let delay = Backoff(first: .seconds(1), cap: .seconds(30)).seconds(afterFailures: failures)
+          let delay = backoff.seconds(afterFailures: failures)
           logger.warning("webhook round failed", metadata: ["error": "\(error)", "retry_in": "\(delay)"])
           await wake.wait(timeout: delay)
         }
@@ -101,7 +140,7 @@ struct WebhookSender: Service {
     let body = Array(
       #"{"type":"thumbnail.\#(delivery.kind)","timestamp":"\#(Self.iso8601(delivery.createdEpoch))","data":\#(delivery.payload)}"#
         .utf8)
-    let timestamp = Int(Date().timeIntervalSince1970)
+    let timestamp = Int(now())
     var request = HTTPRequest(
       method: .post, url: url,
       headers: [
@@ -113,14 +152,10 @@ struct WebhookSender: Service {
     request.maxResponseBytes = 4096
     request.userAgent = "thumbd/\(ThumbdVersion.current) (webhooks)"
     request.permitsAddress = permitsAddress
-    let answer: WebhookRetry.Answer
-    switch await multi.send(request) {
-    case .success(let response): answer = .status(response.status)
-    case .failure(let error): answer = .none(error.description)
-    }
+    let answer = await poster.post(request)
     let verdict = settings.retry.verdict(
       answer, attempts: delivery.attempts, firstAttempt: delivery.firstAttemptEpoch,
-      now: Date().timeIntervalSince1970, unit: Double.random(in: 0..<1))
+      now: now(), unit: unit())
     let status: Int? = if case .status(let code) = answer { code } else { nil }
     let problem: String? =
       switch answer {
@@ -130,7 +165,7 @@ struct WebhookSender: Service {
       }
     switch verdict {
     case .delivered:
-      metrics.webhook(.delivered, latency: Date().timeIntervalSince1970 - delivery.createdEpoch)
+      metrics.webhook(.delivered, latency: now() - delivery.createdEpoch)
       return .init(id: delivery.id, token: delivery.token, result: .delivered, status: status)
     case .retry(let after):
       metrics.webhook(.retry)
