@@ -303,8 +303,7 @@ import Transport
 
   @Test func aStopEndsTheSenderWaitingAfterAFailedRound() async {
     let statements = Statements { $0.leaseFailures = 100 }
-    let took = await stopTime(sender(statements, Poster(), backoff: Backoff(first: .seconds(10), cap: nil)))
-    {
+    let took = await stopTime(sender(statements, Poster(), backoff: Backoff(first: .seconds(10), cap: nil))) {
       statements.calls.contains("lease")
     }
     #expect(took < .seconds(5))
