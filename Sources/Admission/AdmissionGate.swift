@@ -31,8 +31,8 @@ public final class AdmissionGate: Sendable {
   }
 
   private let state: Mutex<State>
-  /// Frees at least the given number of bytes if it can (the original cache drops its least recently used
-  /// entries). Called without the gate's lock held.
+  /// Each frees at least the given number of bytes if it can (kept plane buffers are dropped, the original
+  /// cache drops its least recently used entries). Called in turn, without the gate's lock held.
   private let relief = Mutex<[@Sendable (Int) -> Void]>([])
   public let capacity: Int
 

@@ -265,9 +265,6 @@ public final class Worker: Sendable {
       memory: memory, metrics: metrics, reuse: reuse, originalsLog: log)
   }
 
-  /// Downloads each URL once for all the jobs here that name it, hashing each body once on the pool.
-  /// Downloads are counted against the memory budget as their bodies arrive, and the cache gives its
-  /// originals back when a decode lacks memory.
   /// Keeps freed plane buffers for the next render, up to a quarter of the budget (at most 64 MiB),
   /// counted under the budget, which drops them first when a decode or a download lacks memory.
   private func installPlaneRecycler() {
@@ -279,6 +276,9 @@ public final class Worker: Sendable {
     PlaneRecycler.install(recycler)
   }
 
+  /// Downloads each URL once for all the jobs here that name it, hashing each body once on the pool.
+  /// Downloads are counted against the memory budget as their bodies arrive, and the cache gives its
+  /// originals back when a decode lacks memory.
   private func makeOriginalSource(pool: BlockingPool, multi: CurlMulti) -> OriginalSource {
     let fetcher = Fetcher(
       limits: config.fetch, addressPolicy: config.addressPolicy, memory: memory, multi: multi,

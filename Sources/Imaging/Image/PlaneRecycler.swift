@@ -46,14 +46,8 @@ public final class PlaneRecycler: Sendable {
   func take(_ count: Int) -> (base: UnsafeMutableRawPointer, size: Int)? {
     guard count >= Self.smallest else { return nil }
     let found = state.withLock { state -> Buffer? in
-      var best: Int?
-      for (index, buffer) in state.kept.enumerated()
-      where buffer.count >= count && buffer.count <= count + count / 4
-        && buffer.count < best.map({ state.kept[$0].count }) ?? .max
-      {
-        best = index
-      }
-      guard let best else { return nil }
+      let fitting = state.kept.indices.filter { (count...(count + count / 4)).contains(state.kept[$0].count) }
+      guard let best = fitting.min(by: { state.kept[$0].count < state.kept[$1].count }) else { return nil }
       state.bytes -= state.kept[best].count
       return state.kept.remove(at: best)
     }
