@@ -46,7 +46,8 @@ public struct FetchedOriginal: Sendable {
   public var hold: MemoryHold?
   /// Times the download paused because the memory budget had no room for its next bytes.
   public var memoryPauses = 0
-  /// The bytes' SHA-256 (hex), once OriginalSource has hashed them: computed once per download.
+  /// The bytes' SHA-256 (hex), computed once per download: as the body arrived when the fetcher
+  /// `hashesBodies` and read it whole, otherwise by OriginalSource once it is in.
   public var sha256: String?
 
   public init(
@@ -82,6 +83,10 @@ public struct Fetcher: Sendable {
   public var sources: S3Sources?
   /// Decides the ranges of a video to read (nil: every original is read whole).
   public var rangePlanner: (any RangePlanner)?
+  /// Hash each body read whole as it arrives (`FetchedOriginal.sha256`), on the transfer thread between
+  /// reads of the socket, rather than in a pass of its own once it is in. Bodies read by ranges are
+  /// packed from several answers and are not.
+  public var hashesBodies = false
 
   public init(
     limits: FetchLimits, addressPolicy: AddressPolicy, memory: AdmissionGate? = nil,
@@ -197,7 +202,7 @@ public struct Fetcher: Sendable {
       let transfer = try Transfer(
         url: url, signed: signed, validators: validators, limits: limits, addressPolicy: addressPolicy,
         timeout: secondsLeft,
-        cancellation: cancellation, memory: memory, range: range)
+        cancellation: cancellation, memory: memory, range: range, hashesBody: hashesBodies && range == nil)
       let code = await multi.perform(transfer)
       if Task.isCancelled { cancellation.cancel() }
       let failure: TransferFailure

@@ -78,12 +78,15 @@ public final class OriginalSource: Sendable {
 
   public let fetcher: Fetcher
   public let settings: Settings
-  /// Where downloaded bodies are hashed (SHA-256, once per download, for every job of the URL); nil:
-  /// originals are not hashed.
+  /// Where the bodies the transfer did not hash as they arrived (those read by ranges) are hashed
+  /// (SHA-256, once per download, for every job of the URL); nil: originals are not hashed.
   private let hashing: BlockingPool?
   private let state: Mutex<State>
 
   public init(fetcher: Fetcher, settings: Settings = Settings(), hashingOn hashing: BlockingPool? = nil) {
+    var fetcher = fetcher
+    // A body read whole is hashed as it arrives; the pool hashes the rest (read by ranges).
+    fetcher.hashesBodies = hashing != nil
     self.fetcher = fetcher
     self.settings = settings
     self.hashing = hashing
@@ -222,7 +225,7 @@ public final class OriginalSource: Sendable {
       switch try await fetcher.fetch(url, revalidating: validators) {
       case .downloaded(var original):
         // Once, here: the originals row and the render key both use it, for every job of the URL.
-        if let hashing {
+        if let hashing, original.sha256 == nil {
           let bytes = original.bytes
           original.sha256 = await hashing.run { Digest.sha256Hex(bytes) }
         }

@@ -27,7 +27,7 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
   init(
     url: String, signed: SignedGet? = nil, validators: Validators?, limits: FetchLimits,
     addressPolicy: AddressPolicy, timeout: Double, cancellation: TransferCancellation, memory: AdmissionGate?,
-    range: Range<Int>? = nil
+    range: Range<Int>? = nil, hashesBody: Bool = false
   ) throws(JobError) {
     guard let easy = CurlEasy() else { throw JobError(.internalError, "curl_easy_init failed") }
     self.easy = easy
@@ -36,7 +36,7 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
       signed == nil ? addressPolicy.policy(host: URLComponents(string: url)?.host) : { @Sendable _ in true }
     state = TransferState(
       handle: easy.handle, maxBytes: limits.maxBytes, addressCheck: AddressCheck(permits: policy),
-      cancellation: cancellation, memory: memory)
+      cancellation: cancellation, memory: memory, hashesBody: hashesBody)
     let userdata = Unmanaged.passUnretained(state).toOpaque()
     easy.setRequestBasics(
       url: signed?.url ?? url, connectTimeout: limits.connectTimeout, timeout: timeout,
@@ -150,11 +150,12 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
     let validators = Validators(etag: state.etag, lastModified: state.lastModified)
     switch status {
     case 200..<300:
-      let original = FetchedOriginal(
+      var original = FetchedOriginal(
         bytes: state.body, contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
         effectiveURL: fromObjectStorage ? url : easy.info(string: CURLINFO_EFFECTIVE_URL) ?? url,
         validators: validators,
         hold: state.reservation?.seal(), memoryPauses: state.memoryPauses)
+      original.sha256 = state.bodyHash?.hexDigest()
       return .success(.downloaded(original))
     case 304:
       return .success(.notModified(validators))

@@ -2,6 +2,7 @@ import Admission
 import CCurlShim
 import CLibCurl
 import Foundation
+import Hashing
 import ThumbCore
 import Transport
 
@@ -17,6 +18,8 @@ final class TransferState: @unchecked Sendable {
   /// What the body is counted against (nil: no memory budget).
   let reservation: BodyReservation?
   var body: [UInt8] = []
+  /// The body's SHA-256 as it arrives (nil: not wanted). Fed exactly what `body` gets.
+  let bodyHash: StreamingSHA256?
   /// Times the transfer paused because the memory budget had no room for its next bytes.
   var memoryPauses = 0
   /// The thread running this transfer, which resumes it when memory comes back (set before it starts).
@@ -31,8 +34,9 @@ final class TransferState: @unchecked Sendable {
 
   init(
     handle: UnsafeMutableRawPointer, maxBytes: Int, addressCheck: AddressCheck,
-    cancellation: TransferCancellation, memory: AdmissionGate?
+    cancellation: TransferCancellation, memory: AdmissionGate?, hashesBody: Bool = false
   ) {
+    self.bodyHash = hashesBody ? StreamingSHA256() : nil
     self.reservation = memory.map(BodyReservation.init)
     self.handle = handle
     self.maxBytes = maxBytes
@@ -89,6 +93,7 @@ let writeBody: thumbd_curl_data_callback = { data, size, count, userdata in
     data.withMemoryRebound(to: UInt8.self, capacity: length) {
       state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
     }
+    state.bodyHash?.update(UnsafeRawBufferPointer(start: data, count: length))
   }
   return length
 }

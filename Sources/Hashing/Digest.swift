@@ -7,13 +7,53 @@ public enum Digest {
   public static func sha256Hex(_ bytes: [UInt8]) -> String {
     var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
     bytes.withUnsafeBufferPointer { src in _ = SHA256(src.baseAddress, src.count, &digest) }
+    return hex(digest)
+  }
+
+  /// `bytes` as lowercase hex digits.
+  static func hex(_ bytes: [UInt8]) -> String {
     let digits = Array("0123456789abcdef".utf8)
     var hex = [UInt8]()
-    hex.reserveCapacity(digest.count * 2)
-    for byte in digest {
+    hex.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
       hex.append(digits[Int(byte >> 4)])
       hex.append(digits[Int(byte & 0x0f)])
     }
     return String(decoding: hex, as: UTF8.self)
+  }
+}
+
+/// A SHA-256 fed piece by piece as the bytes arrive (a download's chunks), so that the digest is ready
+/// when the last piece is, instead of a pass over the whole after it. Owns its libcrypto context and
+/// frees it once. Not for two threads at once.
+public final class StreamingSHA256 {
+  private let context: OpaquePointer
+
+  /// Nil when libcrypto cannot make a context (out of memory).
+  public init?() {
+    guard let context = EVP_MD_CTX_new() else { return nil }
+    guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
+      EVP_MD_CTX_free(context)
+      return nil
+    }
+    self.context = context
+  }
+
+  deinit {
+    EVP_MD_CTX_free(context)
+  }
+
+  public func update(_ bytes: UnsafeRawBufferPointer) {
+    guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+    _ = EVP_DigestUpdate(context, base, bytes.count)
+  }
+
+  /// The digest of everything fed so far, as 64 lowercase hex digits. The context is then spent: feed
+  /// nothing more.
+  public func hexDigest() -> String {
+    var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+    var length: UInt32 = 0
+    _ = EVP_DigestFinal_ex(context, &digest, &length)
+    return Digest.hex(Array(digest.prefix(Int(length))))
   }
 }

@@ -17,3 +17,26 @@ import Testing
         == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
   }
 }
+
+/// The streamed digest is the one-shot digest, however the bytes are cut.
+@Suite struct StreamingSHA256Tests {
+  @Test func piecesOfAnySizeGiveTheWholesDigest() throws {
+    let bytes = (0..<200_003).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
+    for piece in [1, 63, 64, 65, 16_384, 262_144] {
+      let stream = try #require(StreamingSHA256())
+      var start = 0
+      while start < bytes.count {
+        let end = min(start + piece, bytes.count)
+        bytes[start..<end].withUnsafeBytes { stream.update($0) }
+        start = end
+      }
+      #expect(stream.hexDigest() == Digest.sha256Hex(bytes), "pieces of \(piece) bytes")
+    }
+  }
+
+  @Test func nothingFedIsTheEmptyDigest() throws {
+    let stream = try #require(StreamingSHA256())
+    stream.update(UnsafeRawBufferPointer(start: nil, count: 0))
+    #expect(stream.hexDigest() == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+  }
+}

@@ -1,6 +1,7 @@
 import Admission
 import Fetch
 import Foundation
+import Hashing
 import TestSupport
 import Testing
 import ThumbCore
@@ -30,8 +31,10 @@ struct DownloadMemoryTests {
     let other = gate.capacity - fixture.photoBytes / 2
     let took = gate.take(other, orWake: {})
     #expect(took)
-    let fetcher = Fetcher(
+    var hashing = Fetcher(
       limits: limits, addressPolicy: try AddressPolicy(allowList: "127.0.0.1"), memory: gate)
+    hashing.hashesBodies = true
+    let fetcher = hashing
     let url = fixture.origin.url("/files/photo.jpg")
     var original: FetchedOriginal? = try await {
       // The task keeps its result while it lives: only the value may outlive this closure.
@@ -44,6 +47,8 @@ struct DownloadMemoryTests {
     }()
     #expect(original?.bytes.count == fixture.photoBytes)
     #expect((original?.memoryPauses ?? 0) >= 1)
+    // A chunk refused for want of memory is delivered again: hashed once, when it is kept.
+    #expect(original.map { $0.sha256 == Digest.sha256Hex($0.bytes) } == true)
     let held = try #require(original?.hold?.bytes)
     #expect(held >= fixture.photoBytes && held <= fixture.photoBytes + 256 * 1024, "\(held)")
     #expect(gate.inUse == held)
