@@ -28,6 +28,8 @@ public enum Digest {
 /// frees it once. Not for two threads at once.
 public final class StreamingSHA256 {
   private let context: OpaquePointer
+  /// The digest, once taken: the context is spent then, and asking again gives the same.
+  private var digest: String?
 
   /// Nil when libcrypto cannot make a context (out of memory).
   public init?() {
@@ -43,17 +45,20 @@ public final class StreamingSHA256 {
     EVP_MD_CTX_free(context)
   }
 
+  /// Feeds `bytes`; nothing once the digest was taken.
   public func update(_ bytes: UnsafeRawBufferPointer) {
-    guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+    guard digest == nil, let base = bytes.baseAddress, !bytes.isEmpty else { return }
     _ = EVP_DigestUpdate(context, base, bytes.count)
   }
 
-  /// The digest of everything fed so far, as 64 lowercase hex digits. The context is then spent: feed
-  /// nothing more.
+  /// The digest of everything fed before the first call, as 64 lowercase hex digits.
   public func hexDigest() -> String {
-    var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+    if let digest { return digest }
+    var bytes = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
     var length: UInt32 = 0
-    _ = EVP_DigestFinal_ex(context, &digest, &length)
-    return Digest.hex(Array(digest.prefix(Int(length))))
+    _ = EVP_DigestFinal_ex(context, &bytes, &length)
+    let hex = Digest.hex(Array(bytes.prefix(Int(length))))
+    digest = hex
+    return hex
   }
 }

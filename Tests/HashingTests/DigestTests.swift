@@ -39,4 +39,15 @@ import Testing
     stream.update(UnsafeRawBufferPointer(start: nil, count: 0))
     #expect(stream.hexDigest() == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
   }
+
+  /// Once taken, the digest stays what it was: asked again, or after more bytes.
+  @Test func theDigestOnceTakenStays() throws {
+    let stream = try #require(StreamingSHA256())
+    let abc = Array("abc".utf8)
+    abc.withUnsafeBytes { stream.update($0) }
+    let first = stream.hexDigest()
+    abc.withUnsafeBytes { stream.update($0) }
+    #expect(first == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    #expect(stream.hexDigest() == first)
+  }
 }
