@@ -5,6 +5,7 @@
 // threaded (thumbd runs one job per core), told to skip everything but keyframes.
 
 #include "CVideoDecoder.h"
+#include "hevc_keyframe.h"
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -33,6 +34,17 @@ struct thumbd_video {
   AVFrame *frame;
   int stream;
   int ended;
+  // Pictures asked of get_buffer2 since the keyframe being decoded was sent (decode_alone).
+  int pictures_asked;
+  // The one picture every reference a keyframe names but the decoder does not hold is made in (see
+  // picture_buffer); NULL until the first such reference.
+  AVFrame *stand_in;
+  // How many such references a keyframe may name before its decode is refused.
+  int stand_in_limit;
+  // HEVC in hvcC form: the bytes of each NAL unit's length (0: not HEVC, or Annex B), and the parameter
+  // sets its CRA keyframes are rewritten with (hevc_keyframe.h).
+  int hevc_length_size;
+  thumbd_hevc_params *hevc;
 };
 
 static int64_t now_ms(void) {
@@ -91,6 +103,48 @@ static void say(char *message, size_t size, const char *what, int code) {
   char reason[128] = "";
   if (code < 0) av_strerror(code, reason, sizeof reason);
   snprintf(message, size, "%s%s%s", what, reason[0] ? ": " : "", reason);
+}
+
+// The decoder's get_buffer2. A keyframe decoded alone is the first picture asked for; any further
+// picture while it decodes is a reference it names that the decoder does not hold (an HEVC CRA keyframe
+// that could not be rewritten as an IDR one lists the pictures before it that the pictures after it
+// use, and libavcodec makes each one it lacks: a whole picture, filled grey). Nothing reads them, since
+// only keyframes are decoded, each alone, and a keyframe is intra-coded: they all share one stand-in
+// picture, and past `stand_in_limit` of them the keyframe is refused (each still costs a motion field
+// of its own, which the cost model counts).
+static int picture_buffer(struct AVCodecContext *context, AVFrame *frame, int flags) {
+  struct thumbd_video *v = context->opaque;
+  if (v->pictures_asked++ == 0) return avcodec_default_get_buffer2(context, frame, flags);
+  if (v->pictures_asked - 1 > v->stand_in_limit) return AVERROR(ENOMEM);
+  AVFrame *stand_in = v->stand_in;
+  if (stand_in && (stand_in->width != frame->width || stand_in->height != frame->height ||
+                   stand_in->format != frame->format))
+    av_frame_free(&v->stand_in);
+  if (!v->stand_in) {
+    v->stand_in = av_frame_alloc();
+    if (!v->stand_in) return AVERROR(ENOMEM);
+    v->stand_in->width = frame->width;
+    v->stand_in->height = frame->height;
+    v->stand_in->format = frame->format;
+    int status = avcodec_default_get_buffer2(context, v->stand_in, flags);
+    if (status < 0) {
+      av_frame_free(&v->stand_in);
+      return status;
+    }
+  }
+  for (int i = 0; i < AV_NUM_DATA_POINTERS; i++) {
+    frame->data[i] = v->stand_in->data[i];
+    frame->linesize[i] = v->stand_in->linesize[i];
+    if (v->stand_in->buf[i]) {
+      frame->buf[i] = av_buffer_ref(v->stand_in->buf[i]);
+      if (!frame->buf[i]) {
+        for (int j = 0; j < i; j++) av_buffer_unref(&frame->buf[j]);
+        return AVERROR(ENOMEM);
+      }
+    }
+  }
+  frame->extended_data = frame->data;
+  return 0;
 }
 
 static int allowed_decoder(const char *name) {
@@ -196,7 +250,28 @@ int thumbd_video_open(const thumbd_video_part *parts, int part_count, int64_t to
     snprintf(message, message_size, "out of memory");
     return -4;
   }
+  // hvcC: lengthSizeMinusOne in the low bits of its 22nd byte (Annex B extradata starts 00 00 01).
+  v->stand_in_limit = THUMBD_VIDEO_STAND_INS;
+  if (par->codec_id == AV_CODEC_ID_HEVC && par->extradata_size >= 23 && par->extradata[0] == 1) {
+    v->hevc_length_size = (par->extradata[21] & 3) + 1;
+    v->hevc = calloc(1, sizeof *v->hevc);
+    if (v->hevc) thumbd_hevc_read_hvcc(v->hevc, par->extradata, (size_t)par->extradata_size);
+    // Every parameter set the header carries was read: CRA keyframes will be rewritten, and none may
+    // name a picture it lacks.
+    int sets = 0, complete = v->hevc != NULL;
+    for (int i = 0; v->hevc && i < THUMBD_HEVC_MAX_PPS; i++)
+      if (v->hevc->pps[i].valid) {
+        sets++;
+        if (!v->hevc->sps[v->hevc->pps[i].sps_id].valid) complete = 0;
+      }
+    if (complete && sets > 0) {
+      v->stand_in_limit = 0;
+      info->keyframes_rewritten = 1;
+    }
+  }
   v->decoder->thread_count = 1;
+  v->decoder->opaque = v;
+  v->decoder->get_buffer2 = picture_buffer;
   v->decoder->skip_frame = AVDISCARD_NONKEY;
   v->decoder->pkt_timebase = stream->time_base;
   status = avcodec_open2(v->decoder, codec, NULL);
@@ -224,8 +299,16 @@ int thumbd_video_open(const thumbd_video_part *parts, int part_count, int64_t to
   else
     info->duration = -1;
   snprintf(info->codec, sizeof info->codec, "%s", avcodec_get_name(par->codec_id));
-  const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(par->format);
+  // The container rarely says the pixel format; HEVC's decoder knows it once open, from the parameter
+  // sets in the header. Unknown: 4:2:0 and the codec's deepest profile phones use, as an upper bound.
+  const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(par->format != AV_PIX_FMT_NONE ? par->format
+                                                                                     : v->decoder->pix_fmt);
   info->bit_depth = desc ? desc->comp[0].depth : (par->bits_per_raw_sample > 0 ? par->bits_per_raw_sample : 0);
+  info->chroma_shift_x = desc ? desc->log2_chroma_w : 1;
+  info->chroma_shift_y = desc ? desc->log2_chroma_h : 1;
+  info->gray = desc ? desc->nb_components < 3 : 0;
+  info->stand_in_limit = v->stand_in_limit;
+  info->index_entries = avformat_index_get_entries_count(stream);
   info->color_primaries = par->color_primaries;
   info->color_trc = par->color_trc;
   info->colorspace = par->color_space;
@@ -287,8 +370,8 @@ static int give_frame(struct thumbd_video *v, thumbd_video_frame *out, char *mes
   const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(f->format);
   // Planar YUV or gray, 8 to 16 bits, little-endian: what the allowed decoders give in software.
   if (!desc || (desc->flags & (AV_PIX_FMT_FLAG_BE | AV_PIX_FMT_FLAG_HWACCEL | AV_PIX_FMT_FLAG_RGB)) ||
-      !(desc->flags & AV_PIX_FMT_FLAG_PLANAR && desc->nb_components >= 3) && desc->nb_components != 1 &&
-          desc->nb_components != 2) {
+      (!(desc->flags & AV_PIX_FMT_FLAG_PLANAR && desc->nb_components >= 3) && desc->nb_components != 1 &&
+       desc->nb_components != 2)) {
     snprintf(message, message_size, "frames in %s are not supported", desc ? desc->name : "an unknown format");
     return -3;
   }
@@ -315,17 +398,46 @@ static int give_frame(struct thumbd_video *v, thumbd_video_frame *out, char *mes
   return 1;
 }
 
-// Sends the packet alone, drains the decoder and resets it: 1 with a frame, 0 when this keyframe gave none
-// (damaged; the next one may decode).
-static int decode_alone(struct thumbd_video *v) {
-  int status = avcodec_send_packet(v->decoder, v->packet);
-  av_packet_unref(v->packet);
+// Sends `packet` alone, drains the decoder and resets it: 1 with a frame, 0 when this keyframe gave none
+// (damaged; the next one may decode). The packet is unreferenced.
+static int decode_packet_alone(struct thumbd_video *v, AVPacket *packet) {
+  // The last frame given was copied out by the caller: its picture goes back to the decoder's pool now,
+  // not when the next one is received, so that the pool holds one picture, not two.
+  av_frame_unref(v->frame);
+  v->pictures_asked = 0;
+  int status = avcodec_send_packet(v->decoder, packet);
+  av_packet_unref(packet);
   int got = 0;
   if (status >= 0 && avcodec_send_packet(v->decoder, NULL) >= 0) {
     got = avcodec_receive_frame(v->decoder, v->frame) == 0;
   }
   avcodec_flush_buffers(v->decoder);
   return got;
+}
+
+// Decodes the keyframe in v->packet alone: an HEVC CRA keyframe as an IDR one when it can be rewritten
+// (hevc_keyframe.h), else as it is. 1 with a frame, 0 without.
+static int decode_alone(struct thumbd_video *v) {
+  uint8_t *idr = NULL;
+  size_t idr_size = 0;
+  if (v->hevc &&
+      thumbd_hevc_keyframe_as_idr(v->hevc, v->packet->data, (size_t)v->packet->size, v->hevc_length_size, &idr,
+                                  &idr_size) == 1) {
+    AVPacket *rewritten = av_packet_alloc();
+    int made = rewritten && av_new_packet(rewritten, (int)idr_size) == 0;
+    if (made) {
+      memcpy(rewritten->data, idr, idr_size);
+      av_packet_copy_props(rewritten, v->packet);
+    }
+    free(idr);
+    if (made && decode_packet_alone(v, rewritten)) {
+      av_packet_free(&rewritten);
+      av_packet_unref(v->packet);
+      return 1;
+    }
+    av_packet_free(&rewritten);
+  }
+  return decode_packet_alone(v, v->packet);
 }
 
 static int indexed_keyframe(struct thumbd_video *v, double until, int64_t deadline_ms, thumbd_video_frame *frame,
@@ -428,6 +540,8 @@ void thumbd_video_skip_to(thumbd_video *v, double seconds) {
 void thumbd_video_close(thumbd_video *v) {
   if (!v) return;
   av_frame_free(&v->frame);
+  av_frame_free(&v->stand_in);
+  free(v->hevc);
   av_packet_free(&v->packet);
   avcodec_free_context(&v->decoder);
   if (v->format) avformat_close_input(&v->format);

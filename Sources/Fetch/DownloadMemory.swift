@@ -3,15 +3,37 @@ import Admission
 /// Bytes taken from the memory gate (`--memory-budget`) for a downloaded original, given back once, when the last copy of
 /// the original that carries it (a job's, the original cache's) is gone.
 public final class MemoryHold: Sendable {
+  /// Every byte this hold stands for, its parts' included.
   public let bytes: Int
-  private let memory: AdmissionGate
+  /// What this hold took itself, given back by it.
+  private let own: Int
+  private let memory: AdmissionGate?
+  /// Holds given back with this one (a video read by ranges: its head's and each part's).
+  private let parts: [MemoryHold]
 
   init(bytes: Int, memory: AdmissionGate) {
     self.bytes = bytes
+    self.own = bytes
     self.memory = memory
+    self.parts = []
   }
 
-  deinit { memory.give(bytes) }
+  /// Several holds as one, for as long as it lives: each is given back when the last of its holders
+  /// goes.
+  init(joining holds: [MemoryHold]) {
+    bytes = holds.reduce(0) { $0 + $1.bytes }
+    own = 0
+    memory = nil
+    parts = holds
+  }
+
+  /// `hold` and `more` as one hold (nil when there are none).
+  static func joining(_ hold: MemoryHold?, _ more: [MemoryHold]) -> MemoryHold? {
+    let all = (hold.map { [$0] } ?? []) + more
+    return all.count <= 1 ? all.first : MemoryHold(joining: all)
+  }
+
+  deinit { if own > 0, let memory { memory.give(own) } }
 }
 
 /// What one transfer has taken so far; given back when the transfer ends without a body to keep, or

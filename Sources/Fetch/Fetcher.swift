@@ -129,14 +129,20 @@ public struct Fetcher: Sendable {
       partial.range.upperBound < partial.total
     else { return first.result }
     let total = partial.total
+    // Every part read is counted under the memory budget for as long as the original lives, like a
+    // whole download: the parts' holds go with the head's.
+    var holds: [MemoryHold] = []
     let outcome = try await RangedReading.run(
       total: total, head: head.bytes, planner: planner, maxBytes: limits.maxBytes
     ) { range async throws(JobError) in
-      try await part(range, of: url, signed: signed, total: total)
+      let (bytes, hold) = try await part(range, of: url, signed: signed, total: total)
+      if let hold { holds.append(hold) }
+      return bytes
     }
     switch outcome {
     case .done(let held):
       head.bytes = held.packed
+      head.hold = MemoryHold.joining(head.hold, holds)
       return .downloaded(head)
     case .whole, .read:
       return try await get(url, signed: signed, validators: nil, range: nil).result
@@ -156,15 +162,19 @@ public struct Fetcher: Sendable {
     let wanted = rangePlanner.ranges(at: seconds, after: held)
     guard !wanted.isEmpty else { return original }
     let signed = try signedGet(url)
+    var holds: [MemoryHold] = []
     for range in wanted {
       guard held.bytesHeld + range.count <= limits.maxBytes else {
         throw JobError(
           .tooLarge, "the parts of the video a poster needs are over the limit of \(limits.maxBytes) bytes")
       }
-      held.add(try await part(range, of: url, signed: signed, total: held.total), at: range.lowerBound)
+      let (bytes, hold) = try await part(range, of: url, signed: signed, total: held.total)
+      if let hold { holds.append(hold) }
+      held.add(bytes, at: range.lowerBound)
     }
     var topped = original
     topped.bytes = held.packed
+    topped.hold = MemoryHold.joining(original.hold, holds)
     return topped
   }
 
@@ -172,7 +182,7 @@ public struct Fetcher: Sendable {
   /// another range, another size) fails the attempt: the file changed while it was read.
   private func part(
     _ range: Range<Int>, of url: String, signed: SignedGet?, total: Int
-  ) async throws(JobError) -> [UInt8] {
+  ) async throws(JobError) -> ([UInt8], MemoryHold?) {
     let answer = try await get(url, signed: signed, validators: nil, range: range)
     guard case .downloaded(let part) = answer.result, let got = answer.partial, got.total == total,
       got.range.lowerBound == range.lowerBound
@@ -182,7 +192,7 @@ public struct Fetcher: Sendable {
         "\(SourceURL.shown(url)) answered bytes \(range.lowerBound)-\(range.upperBound - 1) with other bytes (did it change while read?)"
       )
     }
-    return part.bytes
+    return (part.bytes, part.hold)
   }
 
   /// One GET (of `range`, when given), retrying transient failures within `limits.totalTimeout`: what it

@@ -75,12 +75,19 @@ public struct Thumbnailer: Sendable {
     // allocates no pixels.
     guard let decoder = try? SourceDecoders.make(data, maxPixels: maxPixels) else { return nil }
     let header = decoder.header
+    if let video = decoder as? VideoSource {
+      return MemoryCostModel.video(
+        stream: video.stream, stored: header.storedSize, orientation: header.orientation,
+        heldBytes: RangedOriginal.layout(of: data).map { $0.parts.reduce(0) { $0 + $1.length } }
+          ?? data.count,
+        toneMapped: video.toneMapped, variants: variants)
+    }
     // A plain lossy WebP ("VP8 " first) decodes row by row; lossless and extended files may not.
     let rowByRowWebP = format == .webp && data.count > 16 && data[12..<16].elementsEqual("VP8 ".utf8)
     return MemoryCostModel.interleavedDecode(
       format: format, stored: header.storedSize, orientation: header.orientation, hasAlpha: header.hasAlpha,
       compressedBytes: data.count, variants: variants, wholeImageCodec: !rowByRowWebP, margin: margin,
-      coded: (decoder as? HEIFSource)?.codedSize ?? (decoder as? VideoSource)?.facts.codedSize,
+      coded: (decoder as? HEIFSource)?.codedSize,
       composedFrame: (decoder as? WebPSource)?.composedFrame,
       frames: (decoder as? any AnimatedSource)?.frameCount ?? 1)
   }

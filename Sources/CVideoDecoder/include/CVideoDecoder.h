@@ -22,7 +22,16 @@ typedef struct {
   int color_primaries, color_trc, colorspace, color_range;  // libavutil's enum values
   int reorder_frames;           // frames the decoder may hold back (has_b_frames)
   int references;               // reference frames the stream declares (refs), 0 when unknown
+  int chroma_shift_x, chroma_shift_y;  // log2 of the chroma subsampling (1,1 for 4:2:0; assumed when unknown)
+  int gray;                     // no chroma planes
+  int keyframes_rewritten;      // HEVC CRA keyframes are decoded as IDR ones (every parameter set was read)
+  int stand_in_limit;           // references a keyframe may name that are not held (see the decoder)
+  int index_entries;            // samples the container's index lists for the stream (0: none read)
 } thumbd_video_info;
+
+// References a keyframe that is not rewritten may name that the decoder does not hold; past it, the
+// keyframe is refused (each costs a motion field: 0.75 bytes a pixel for HEVC).
+#define THUMBD_VIDEO_STAND_INS 4
 
 typedef struct {
   int width, height;

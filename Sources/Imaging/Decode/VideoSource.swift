@@ -15,6 +15,8 @@ final class VideoSource: SourceDecoder {
   let facts: VideoFacts
   private let bytes: OwnedBytes
   private var video: OpaquePointer?
+  /// What decides the decode's memory (MemoryCostModel.video).
+  let stream: VideoStreamShape
   private let info: thumbd_video_info
   /// How long looking for the poster may take before the job fails.
   private let budget: Duration
@@ -71,6 +73,11 @@ final class VideoSource: SourceDecoder {
     let container = withUnsafeBytes(of: info.container) {
       String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
     }
+    stream = VideoStreamShape(
+      codec: Self.codec(named: codec), coded: coded, bitDepth: Int(info.bit_depth),
+      chromaShift: (Int(info.chroma_shift_x), Int(info.chroma_shift_y)), gray: info.gray != 0,
+      keyframesRewritten: info.keyframes_rewritten != 0, standIns: Int(info.stand_in_limit),
+      indexEntries: Int(info.index_entries))
     facts = VideoFacts(
       duration: info.duration >= 0 ? info.duration : nil, codec: codec,
       container: Self.containerName(RangedOriginal.head(of: data) ?? data, demuxer: container),
@@ -84,6 +91,22 @@ final class VideoSource: SourceDecoder {
   }
 
   deinit { thumbd_video_close(video) }
+
+  static func codec(named name: String) -> VideoStreamShape.Codec {
+    switch name {
+    case "h264": .h264
+    case "hevc": .hevc
+    case "vp9": .vp9
+    case "av1": .av1
+    default: .other
+    }
+  }
+
+  /// Whether the stream's pictures are HDR (PQ or HLG) by what the container says: their poster leaves
+  /// the decoder tone-mapped to RGB.
+  var toneMapped: Bool {
+    ToneMap.Signal(h273: facts.transfer) != nil && (facts.bitDepth == 0 || facts.bitDepth > 8)
+  }
 
   /// The container by the file's own brand (libavformat names its demuxer, which reads many).
   static func containerName(_ data: [UInt8], demuxer: String) -> String {
@@ -182,20 +205,26 @@ final class VideoSource: SourceDecoder {
       }
       let look = Self.look(at: frame)
       if let posterAt {
+        best = nil  // the copy it replaces goes first: one poster copy at a time (the cost model counts one)
         best = (look, try picture(of: frame, halveHDR: halveHDR))
         if look.time < 0 || look.time >= posterAt - 0.001 { break look }
         continue
       }
       switch choice.verdict(on: look, bestSoFar: best?.look) {
       case .take:
+        best = nil
         best = (look, try picture(of: frame, halveHDR: halveHDR))
         break look
       case .keepAndLookOn:
+        best = nil
         best = (look, try picture(of: frame, halveHDR: halveHDR))
       case .lookOn:
         continue
       }
     }
+    // The poster is a copy: the decoder's pictures and tables go before the variants are made.
+    thumbd_video_close(video)
+    self.video = nil
     guard var chosen = best else {
       throw lastError ?? JobError(.corruptImage, "no frame of the video decodes")
     }

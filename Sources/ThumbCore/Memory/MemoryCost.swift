@@ -155,11 +155,6 @@ public enum MemoryCostModel {
       // The codec's picture at its coded size (before cropping), YCbCr 4:2:0 at up to two bytes a
       // sample (10-bit), plus alpha.
       estimate.codec = (coded ?? stored).pixels * (hasAlpha ? 5 : 3)
-    case .video:
-      // The decoder's pictures: the frame being decoded, the references it keeps and the frames it
-      // holds back for reordering (about eight for phone H.264 and HEVC, single-threaded), each YCbCr
-      // 4:2:0 at up to two bytes a sample, plus the best poster so far, copied.
-      estimate.codec = (coded ?? stored).pixels * 3 * 8 + stored.pixels * 2
     case .jxl:
       // libjxl decodes into planes of 32-bit floats (three, four with alpha) before converting to the
       // output's samples, and holds the file's copy.
