@@ -58,6 +58,14 @@ public struct Thumbnailer: Sendable {
   public func predictedPeak(
     of data: [UInt8], variants: [VariantSpec], economical: Bool = false
   ) -> MemoryEstimate? {
+    probe(data, variants: variants, economical: economical)?.estimate
+  }
+
+  /// `predictedPeak`, with what the header says of a video (nil for a photo): what a job's row and
+  /// event carry even when the job fails before its render.
+  public func probe(
+    _ data: [UInt8], variants: [VariantSpec], economical: Bool = false
+  ) -> (estimate: MemoryEstimate, media: MediaInfo?)? {
     guard let format = ImageFormat.sniff(data) else { return nil }
     let margin = economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin
     if format == .jpeg {
@@ -67,29 +75,32 @@ public struct Thumbnailer: Sendable {
       let converts = JPEGSegments.iccProfile(data).map {
         ColorTransformCache.shared.toSRGB(iccProfile: $0, model: frame.isRGB ? .rgb : .yCbCr) != nil
       }
-      return MemoryCostModel.jpeg(
+      let estimate = MemoryCostModel.jpeg(
         frame: frame, compressedBytes: data.count, orientation: orientation, variants: variants,
         margin: margin, convertsColour: converts ?? false)
+      return (estimate, nil)
     }
     // Reading the other formats' headers takes their libraries (HEIF's size is deep in its boxes); it
     // allocates no pixels.
     guard let decoder = try? SourceDecoders.make(data, maxPixels: maxPixels) else { return nil }
     let header = decoder.header
     if let video = decoder as? VideoSource {
-      return MemoryCostModel.video(
+      let estimate = MemoryCostModel.video(
         stream: video.stream, stored: header.storedSize, orientation: header.orientation,
         heldBytes: RangedOriginal.layout(of: data).map { $0.parts.reduce(0) { $0 + $1.length } }
           ?? data.count,
         toneMapped: video.toneMapped, variants: variants)
+      return (estimate, video.media)
     }
     // A plain lossy WebP ("VP8 " first) decodes row by row; lossless and extended files may not.
     let rowByRowWebP = format == .webp && data.count > 16 && data[12..<16].elementsEqual("VP8 ".utf8)
-    return MemoryCostModel.interleavedDecode(
+    let estimate = MemoryCostModel.interleavedDecode(
       format: format, stored: header.storedSize, orientation: header.orientation, hasAlpha: header.hasAlpha,
       compressedBytes: data.count, variants: variants, wholeImageCodec: !rowByRowWebP, margin: margin,
       coded: (decoder as? HEIFSource)?.codedSize,
       composedFrame: (decoder as? WebPSource)?.composedFrame,
       frames: (decoder as? any AnimatedSource)?.frameCount ?? 1)
+    return (estimate, nil)
   }
 
   /// Decodes `data` once, at the smallest size that still serves the largest variant, and renders every
@@ -107,6 +118,20 @@ public struct Thumbnailer: Sendable {
     let mark = ContinuousClock.now
     let decoder = try SourceDecoders.make(data, maxPixels: maxPixels)
     (decoder as? VideoSource)?.posterAt = posterAt
+    do {
+      return try render(decoder, variants: variants, economical: economical, timings: &timings, since: mark)
+    } catch {
+      // A video that fails still says it was one.
+      var failure = error
+      if failure.media == nil { failure.media = (decoder as? VideoSource)?.media }
+      throw failure
+    }
+  }
+
+  private func render(
+    _ decoder: any SourceDecoder, variants: [VariantSpec], economical: Bool, timings: inout StageTimes,
+    since mark: ContinuousClock.Instant
+  ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
     let header = decoder.header
     let upright = header.uprightSize
     let decoded = try decoder.decode(

@@ -143,7 +143,7 @@ extension JobQueue {
         ids: batch.map(\.0.id), tokens: batch.map(\.0.leaseToken), retryAfter: batch.map(\.2),
         codes: batch.map(\.1.code.rawValue),
         messages: batch.map { String(SourceURL.redactingSecrets(in: $0.1.message).prefix(2000)) },
-        deferred: batch.map(\.3)),
+        deferred: batch.map(\.3), media: batch.map { $0.1.media?.json }),
       prepared: true)
     return Set(written.map(\.id))
   }

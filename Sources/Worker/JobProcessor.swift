@@ -285,16 +285,17 @@ public struct JobProcessor: Sendable {
   ) async throws(JobError) -> AdmissionResult {
     // Reading a header can take libheif or libspng and a copy of the file: on the pool.
     let (thumbnailer, capacity, bytes) = (self.thumbnailer, memory?.capacity, original.bytes)
-    let (cost, economical) = await pool.run { () -> (Int, Bool) in
-      let usual = thumbnailer.predictedPeak(of: bytes, variants: variants)?.total ?? 0
+    let (cost, economical, media) = await pool.run { () -> (Int, Bool, MediaInfo?) in
+      let probe = thumbnailer.probe(bytes, variants: variants)
+      let usual = probe?.estimate.total ?? 0
       // The cheaper route: a smaller decode that still has every pixel the variants need.
       if let capacity, usual > capacity,
         let cheaper = thumbnailer.predictedPeak(of: bytes, variants: variants, economical: true)?.total,
         cheaper < usual
       {
-        return (cheaper, true)
+        return (cheaper, true, probe?.media)
       }
-      return (usual, false)
+      return (usual, false, probe?.media)
     }
     let held = min(cost, original.hold?.bytes ?? 0)
     let weight = cost - held
@@ -310,7 +311,7 @@ public struct JobProcessor: Sendable {
         .overMemoryBudget,
         "decoding needs about \(ByteSize.format(cost))"
           + "\(economical ? " even at the smallest scale that serves" : ""), "
-          + "more than the \(ByteSize.format(memory.capacity)) --memory-budget")
+          + "more than the \(ByteSize.format(memory.capacity)) --memory-budget", media: media)
     }
   }
 }

@@ -565,15 +565,16 @@ public enum SQL {
   /// lease_token, locked in id order.
   ///
   /// A job that fails for good gets its `failed` event (migrations/0010), announced on thumbs_events;
-  /// notified counts the announcements (evaluated once, on the first row).
+  /// notified counts the announcements (evaluated once, on the first row). @media: what the original was
+  /// when the attempt learnt it was a video (its header was read), kept on the job and in its event.
   public enum FailJobs: TypedStatement {
     public static let statement = SQLStatement(
       name: "fail_jobs",
       text: #"""
         WITH input AS MATERIALIZED (
           SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::float8[], $4::text[],
-                               $5::text[], $6::bool[])
-                   AS t(id, token, retry_after, code, message, deferred)
+                               $5::text[], $6::bool[], $7::jsonb[])
+                   AS t(id, token, retry_after, code, message, deferred, media)
            ORDER BY id),
         locked AS MATERIALIZED (
           SELECT i.* FROM input i CROSS JOIN LATERAL (
@@ -588,6 +589,7 @@ public enum SQL {
                finished_at = CASE WHEN i.retry_after IS NULL THEN now() END,
                attempts = CASE WHEN i.deferred THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
                error_code = i.code, last_error = i.message, lease_token = NULL, lease_expires_at = NULL,
+               media = coalesce(i.media, j.media),
                attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
                  'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
                  'outcome', CASE WHEN i.retry_after IS NULL THEN 'failed' WHEN i.deferred THEN 'deferred'
@@ -596,20 +598,20 @@ public enum SQL {
           FROM locked i
          WHERE j.id = i.id
         RETURNING j.id, j.external_id, j.source_url, j.profile, j.state, j.error_code, j.last_error, j.attempts,
-                  j.rerender, j.metadata),
+                  j.rerender, j.metadata, j.media),
         events AS (
           INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
-                                        attempts, rerender, metadata)
+                                        attempts, rerender, metadata, media)
           SELECT w.id, w.external_id, 'failed', thumbs.redact_url(w.source_url), w.profile,
-                 w.error_code, w.last_error, w.attempts, w.rerender, w.metadata
+                 w.error_code, w.last_error, w.attempts, w.rerender, w.metadata, w.media
             FROM written w WHERE w.state = 'failed'
            ORDER BY w.id
           RETURNING id)
         SELECT w.id, (SELECT count(pg_notify('thumbs_events', e.id::text)) FROM events e) AS notified
           FROM written w
         """#,
-      parameters: ["ids", "tokens", "retry_after", "codes", "messages", "deferred"],
-      parameterTypes: ["bigint[]", "uuid[]", "float8[]", "text[]", "text[]", "bool[]"],
+      parameters: ["ids", "tokens", "retry_after", "codes", "messages", "deferred", "media"],
+      parameterTypes: ["bigint[]", "uuid[]", "float8[]", "text[]", "text[]", "bool[]", "jsonb[]"],
       columns: ["id", "notified"],
       columnTypes: ["bigint", "bigint"],
       deadline: .batch)
@@ -621,10 +623,11 @@ public enum SQL {
       public var codes: [String]
       public var messages: [String]
       public var deferred: [Bool]
+      public var media: [String?]
 
       public init(
         ids: [Int64], tokens: [String], retryAfter: [Double?], codes: [String], messages: [String],
-        deferred: [Bool]
+        deferred: [Bool], media: [String?]
       ) {
         self.ids = ids
         self.tokens = tokens
@@ -632,12 +635,14 @@ public enum SQL {
         self.codes = codes
         self.messages = messages
         self.deferred = deferred
+        self.media = media
       }
 
       public var values: [String?] {
         [
           PostgresArray.literal(ids), PostgresArray.literal(tokens), PostgresArray.literal(retryAfter),
           PostgresArray.literal(codes), PostgresArray.literal(messages), PostgresArray.literal(deferred),
+          PostgresArray.literal(media),
         ]
       }
     }

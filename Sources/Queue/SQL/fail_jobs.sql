@@ -8,15 +8,16 @@
 -- lease_token, locked in id order.
 --
 -- A job that fails for good gets its `failed` event (migrations/0010), announced on thumbs_events;
--- notified counts the announcements (evaluated once, on the first row).
+-- notified counts the announcements (evaluated once, on the first row). @media: what the original was
+-- when the attempt learnt it was a video (its header was read), kept on the job and in its event.
 -- params: ids bigint[], tokens uuid[], retry_after float8?[], codes text[], messages text[],
--- params: deferred bool[]
+-- params: deferred bool[], media jsonb?[]
 -- returns: id bigint, notified bigint
 -- deadline: batch
 WITH input AS MATERIALIZED (
   SELECT * FROM unnest(@ids::bigint[], @tokens::uuid[], @retry_after::float8[], @codes::text[],
-                       @messages::text[], @deferred::bool[])
-           AS t(id, token, retry_after, code, message, deferred)
+                       @messages::text[], @deferred::bool[], @media::jsonb[])
+           AS t(id, token, retry_after, code, message, deferred, media)
    ORDER BY id),
 locked AS MATERIALIZED (
   SELECT i.* FROM input i CROSS JOIN LATERAL (
@@ -31,6 +32,7 @@ UPDATE thumbs.jobs j
        finished_at = CASE WHEN i.retry_after IS NULL THEN now() END,
        attempts = CASE WHEN i.deferred THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
        error_code = i.code, last_error = i.message, lease_token = NULL, lease_expires_at = NULL,
+       media = coalesce(i.media, j.media),
        attempt_log = thumbs.append_attempt(j.attempt_log, jsonb_build_object(
          'attempt', j.attempts, 'worker', j.leased_by, 'started_at', j.started_at, 'ended_at', now(),
          'outcome', CASE WHEN i.retry_after IS NULL THEN 'failed' WHEN i.deferred THEN 'deferred'
@@ -39,12 +41,12 @@ UPDATE thumbs.jobs j
   FROM locked i
  WHERE j.id = i.id
 RETURNING j.id, j.external_id, j.source_url, j.profile, j.state, j.error_code, j.last_error, j.attempts,
-          j.rerender, j.metadata),
+          j.rerender, j.metadata, j.media),
 events AS (
   INSERT INTO thumbs.event_log (job_id, external_id, kind, source_url, profile, error_code, error,
-                                attempts, rerender, metadata)
+                                attempts, rerender, metadata, media)
   SELECT w.id, w.external_id, 'failed', thumbs.redact_url(w.source_url), w.profile,
-         w.error_code, w.last_error, w.attempts, w.rerender, w.metadata
+         w.error_code, w.last_error, w.attempts, w.rerender, w.metadata, w.media
     FROM written w WHERE w.state = 'failed'
    ORDER BY w.id
   RETURNING id)

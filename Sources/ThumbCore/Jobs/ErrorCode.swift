@@ -43,11 +43,17 @@ public struct JobError: Error, Sendable, Equatable, CustomStringConvertible {
   /// The source asked not to be asked again for this many seconds (Retry-After longer than the fetch
   /// stage waits inside an attempt): the queue's retry comes no sooner.
   public var retryNotBeforeSeconds: Double?
+  /// What the original was, when the attempt read enough of it to know it was a video: a failed job's
+  /// row and event say so too.
+  public var media: MediaInfo?
 
-  public init(_ code: ErrorCode, _ message: String, retryNotBeforeSeconds: Double? = nil) {
+  public init(
+    _ code: ErrorCode, _ message: String, retryNotBeforeSeconds: Double? = nil, media: MediaInfo? = nil
+  ) {
     self.code = code
     self.message = message
     self.retryNotBeforeSeconds = retryNotBeforeSeconds
+    self.media = media
   }
 
   public var description: String { "\(code.rawValue): \(message)" }

@@ -62,7 +62,7 @@ struct EventsTests {
     ).rows[0][0]!
     let retried = SQL.FailJobs.Parameters(
       ids: [Int64(flaky)!], tokens: [token], retryAfter: [0], codes: ["fetch_failed"], messages: ["503"],
-      deferred: [false])
+      deferred: [false], media: [nil])
     #expect(try sql(database, SQL.FailJobs.statement.text, retried.values).rows == [[flaky, "0"]])
     #expect(try sql(database, "SELECT count(*) FROM thumbs.events").rows == [["0"]])
     let cancelled = try sql(

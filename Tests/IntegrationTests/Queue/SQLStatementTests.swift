@@ -198,11 +198,11 @@ struct SQLStatementTests {
     #expect(original.values.count == SQL.RecordOriginal.statement.parameters.count)
     let failed = SQL.FailJobs.Parameters(
       ids: [3, 4], tokens: ["t1", "t\"2"], retryAfter: [1.5, nil], codes: ["timeout", "not_found"],
-      messages: ["a,b", "c"], deferred: [false, true])
+      messages: ["a,b", "c"], deferred: [false, true], media: [nil, #"{"kind": "video"}"#])
     #expect(
       failed.values == [
         #"{"3","4"}"#, #"{"t1","t\"2"}"#, #"{"1.5",NULL}"#, #"{"timeout","not_found"}"#, #"{"a,b","c"}"#,
-        #"{"f","t"}"#,
+        #"{"f","t"}"#, #"{NULL,"{\"kind\": \"video\"}"}"#,
       ])
     #expect(NoParameters().values.isEmpty)
   }
