@@ -304,6 +304,20 @@ int thumbd_video_open(const thumbd_video_part *parts, int part_count, int64_t to
   const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(par->format != AV_PIX_FMT_NONE ? par->format
                                                                                      : v->decoder->pix_fmt);
   info->bit_depth = desc ? desc->comp[0].depth : (par->bits_per_raw_sample > 0 ? par->bits_per_raw_sample : 0);
+  // H.264's decoder learns the format only from its first slice; the avcC's profile says enough: the
+  // Baseline, Main, Extended and High profiles are 8-bit 4:2:0.
+  if (!desc && par->codec_id == AV_CODEC_ID_H264 && par->extradata_size >= 2 && par->extradata[0] == 1) {
+    int profile = par->extradata[1];
+    if (profile == 66 || profile == 77 || profile == 88 || profile == 100) {
+      desc = av_pix_fmt_desc_get(AV_PIX_FMT_YUV420P);
+      info->bit_depth = 8;
+    }
+  }
+  // VP9's profile 0 (vpcC in MP4, or what the demuxer read of the stream) is 8-bit 4:2:0.
+  if (!desc && par->codec_id == AV_CODEC_ID_VP9 && par->profile == 0) {
+    desc = av_pix_fmt_desc_get(AV_PIX_FMT_YUV420P);
+    info->bit_depth = 8;
+  }
   info->chroma_shift_x = desc ? desc->log2_chroma_w : 1;
   info->chroma_shift_y = desc ? desc->log2_chroma_h : 1;
   info->gray = desc ? desc->nb_components < 3 : 0;

@@ -57,8 +57,9 @@ public struct VideoStreamShape: Sendable, Equatable {
 
 extension MemoryCostModel {
   /// What libavformat and a libavcodec decoder hold whatever the picture: the demuxer's context and
-  /// I/O buffer, the codec's tables (measured: 5.6 to 7.3 MiB once opened, from VP9 to AV1).
-  public static let videoDecoderFixed = 8 << 20
+  /// I/O buffer, the codec's tables (measured: 5.6 to 7.3 MiB once opened, from VP9 to AV1, and the
+  /// Swift side's fixed share of a poster: 10 MiB in all).
+  public static let videoDecoderFixed = 10 << 20
 
   /// Bytes the demuxer keeps for each sample of the index (its entry, size, offset and timing tables).
   public static let videoIndexBytesPerSample = 64
@@ -66,7 +67,7 @@ extension MemoryCostModel {
   /// The decoder's own bytes while it decodes one keyframe alone (CVideoDecoder): the picture, and the
   /// codec's per-picture tables, by codec, measured with VmHWM on phone-sized clips from 1080p to 8K
   /// (docs/benchmarks/video-memory.md) and rounded up:
-  /// - H.264: motion vectors, reference indices and macroblock types: 1.75 bytes a pixel.
+  /// - H.264: motion vectors, reference indices and macroblock types: 2 bytes a pixel.
   /// - HEVC: the motion field (0.75 bytes a pixel) and the deblocking and SAO tables: 1.2 bytes a pixel;
   ///   a keyframe not rewritten may make `standIns` stand-in references, one shared picture and a
   ///   motion field each.
@@ -79,7 +80,7 @@ extension MemoryCostModel {
     let picture = Double(stream.pictureBytes)
     let keyframe: Double
     switch stream.codec {
-    case .h264: keyframe = picture + 1.75 * pixels
+    case .h264: keyframe = picture + 2 * pixels
     case .hevc:
       keyframe =
         picture + 1.2 * pixels
