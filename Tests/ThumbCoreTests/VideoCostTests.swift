@@ -4,7 +4,7 @@ import Testing
 
 /// The video cost model (MemoryCostModel.video) as a pure function: what the default settings admit,
 /// and what it counts for each kind of stream. Its figures against measured peaks are held by
-/// VideoCostMeasurementTests (ImagingTests) and docs/benchmarks/video-memory.md.
+/// VideoCostMeasurementTests (ImagingTests) and docs/benchmarks/memory.md ("Videos").
 struct VideoCostTests {
   let variants = Profile.default.variants
   let budget = 256 << 20

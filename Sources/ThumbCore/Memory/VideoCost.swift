@@ -66,7 +66,7 @@ extension MemoryCostModel {
 
   /// The decoder's own bytes while it decodes one keyframe alone (CVideoDecoder): the picture, and the
   /// codec's per-picture tables, by codec, measured with VmHWM on phone-sized clips from 1080p to 8K
-  /// (docs/benchmarks/video-memory.md) and rounded up:
+  /// (docs/benchmarks/memory.md, "Videos") and rounded up:
   /// - H.264: motion vectors, reference indices and macroblock types: 2 bytes a pixel.
   /// - HEVC: the motion field (0.75 bytes a pixel) and the deblocking and SAO tables: 1.2 bytes a pixel;
   ///   a keyframe not rewritten may make `standIns` stand-in references, one shared picture and a
