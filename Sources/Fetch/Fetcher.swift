@@ -1,6 +1,7 @@
 public import Admission
 import CLibCurl
 import Foundation
+import Hashing
 public import ThumbCore
 public import Transport
 
@@ -47,8 +48,18 @@ public struct FetchedOriginal: Sendable {
   /// Times the download paused because the memory budget had no room for its next bytes.
   public var memoryPauses = 0
   /// The bytes' SHA-256 (hex), computed once per download: as the body arrived when the fetcher
-  /// `hashesBodies` and read it whole, otherwise by OriginalSource once it is in.
+  /// `hashesBodies` and read it whole, otherwise by OriginalSource once it is in. Never for an original
+  /// read by ranges (`ranges`): no one read all of its bytes.
   public var sha256: String?
+  /// How an original read by ranges was read (nil: read whole).
+  public var ranges: RangedRead?
+
+  /// What identifies the original where identical originals are matched (render keys): its SHA-256
+  /// when read whole, its size and its index's SHA-256 when read by ranges; nil while not computed.
+  public var identity: String? {
+    if let ranges { return "ranges \(ranges.total) \(ranges.indexSHA256)" }
+    return sha256
+  }
 
   public init(
     bytes: [UInt8], contentType: String?, effectiveURL: String, validators: Validators,
@@ -60,6 +71,23 @@ public struct FetchedOriginal: Sendable {
     self.validators = validators
     self.hold = hold
     self.memoryPauses = memoryPauses
+  }
+}
+
+/// An original read by ranges, as read.
+public struct RangedRead: Sendable, Equatable {
+  /// The file's size.
+  public var total: Int
+  /// What was read of it: its head, its index, keyframes.
+  public var bytesRead: Int
+  /// SHA-256 (hex) of its container index: the index lists the size and place of every sample, so with
+  /// the size it identifies the video.
+  public var indexSHA256: String
+
+  public init(total: Int, bytesRead: Int, indexSHA256: String) {
+    self.total = total
+    self.bytesRead = bytesRead
+    self.indexSHA256 = indexSHA256
   }
 }
 
@@ -141,8 +169,14 @@ public struct Fetcher: Sendable {
     }
     switch outcome {
     case .done(let held):
+      guard let index = planner.index(in: held), let indexBytes = held.bytes(index) else {
+        return try await get(url, signed: signed, validators: nil, range: nil).result
+      }
       head.bytes = held.packed
       head.hold = MemoryHold.joining(head.hold, holds)
+      head.sha256 = nil
+      head.ranges = RangedRead(
+        total: total, bytesRead: held.bytesHeld, indexSHA256: Digest.sha256Hex(indexBytes))
       return .downloaded(head)
     case .whole, .read:
       return try await get(url, signed: signed, validators: nil, range: nil).result
@@ -175,6 +209,7 @@ public struct Fetcher: Sendable {
     var topped = original
     topped.bytes = held.packed
     topped.hold = MemoryHold.joining(original.hold, holds)
+    topped.ranges?.bytesRead = held.bytesHeld
     return topped
   }
 

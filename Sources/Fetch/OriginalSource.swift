@@ -225,7 +225,7 @@ public final class OriginalSource: Sendable {
       switch try await fetcher.fetch(url, revalidating: validators) {
       case .downloaded(var original):
         // Once, here: the originals row and the render key both use it, for every job of the URL.
-        if let hashing, original.sha256 == nil {
+        if let hashing, original.sha256 == nil, original.ranges == nil {
           let bytes = original.bytes
           original.sha256 = await hashing.run { Digest.sha256Hex(bytes) }
         }

@@ -4,17 +4,23 @@ public import ThumbCore
 public struct OriginalRecord: Sendable, Equatable {
   public var url: String
   public var bytes: Int
-  public var sha256: String
+  /// Nil for an original read by ranges.
+  public var sha256: String?
   public var contentType: String?
   public var etag: String?
   public var lastModified: String?
   public var format: String?
   public var size: PixelSize?
+  /// An original read by ranges: what was read of it, and its index's SHA-256.
+  public var bytesRead: Int?
+  public var indexSHA256: String?
 
   public init(
-    url: String, bytes: Int, sha256: String, contentType: String?, etag: String?, lastModified: String?,
-    format: String?, size: PixelSize?
+    url: String, bytes: Int, sha256: String?, contentType: String?, etag: String?, lastModified: String?,
+    format: String?, size: PixelSize?, bytesRead: Int? = nil, indexSHA256: String? = nil
   ) {
+    self.bytesRead = bytesRead
+    self.indexSHA256 = indexSHA256
     self.url = url
     self.bytes = bytes
     self.sha256 = sha256
@@ -37,7 +43,8 @@ extension JobQueue {
         url: original.url, bytes: Int64(original.bytes), sha256: original.sha256,
         contentType: original.contentType, etag: original.etag, lastModified: original.lastModified,
         format: original.format, width: original.size?.width, height: original.size?.height,
-        fetchedBy: workerID, revalidated: revalidated),
+        fetchedBy: workerID, revalidated: revalidated, bytesRead: original.bytesRead.map(Int64.init),
+        indexSha256: original.indexSHA256),
       prepared: true)
   }
 

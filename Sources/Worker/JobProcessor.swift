@@ -191,7 +191,7 @@ public struct JobProcessor: Sendable {
     // The original's bytes are already counted (its MemoryHold), for as long as `original` lives: keep
     // it alive until the render is done, and reserve only the rest of the cost.
     defer { withExtendedLifetime(original) {} }
-    var sourceHash = original.sha256
+    var sourceHash = original.identity
     if let (reuse, spec) = reusing {
       let bytes = original.bytes
       let hash: String
@@ -322,12 +322,14 @@ extension OriginalRecord {
   /// secrets masked: a presigned URL's signature never reaches the table.
   init(url: String, _ original: FetchedOriginal) {
     let format = ImageFormat.sniff(original.bytes)
+    // Read by ranges: the file's size and what was read of it, and no hash of bytes never read.
     self.init(
-      url: SourceURL.redacted(SourceURL.identity(url)), bytes: original.bytes.count,
-      sha256: original.sha256 ?? Digest.sha256Hex(original.bytes),
+      url: SourceURL.redacted(SourceURL.identity(url)), bytes: original.ranges?.total ?? original.bytes.count,
+      sha256: original.ranges == nil ? original.sha256 ?? Digest.sha256Hex(original.bytes) : nil,
       contentType: original.contentType, etag: original.validators.etag,
       lastModified: original.validators.lastModified, format: format?.rawValue,
-      size: format.flatMap { ImageProbe.pixelSize(original.bytes, format: $0) })
+      size: format.flatMap { ImageProbe.pixelSize(original.bytes, format: $0) },
+      bytesRead: original.ranges?.bytesRead, indexSHA256: original.ranges?.indexSHA256)
   }
 }
 

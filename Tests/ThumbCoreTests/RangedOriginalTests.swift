@@ -36,11 +36,13 @@ struct RangedOriginalTests {
       held.holds(0..<30) ? [] : [held.bytesHeld..<(held.bytesHeld + 10)]
     }
     func ranges(at seconds: Double, after held: RangedOriginal) -> [Range<Int>] { [] }
+    func index(in held: RangedOriginal) -> Range<Int>? { 10..<20 }
   }
 
   struct Never: RangePlanner {
     func next(after held: RangedOriginal) -> [Range<Int>]? { nil }
     func ranges(at seconds: Double, after held: RangedOriginal) -> [Range<Int>] { [] }
+    func index(in held: RangedOriginal) -> Range<Int>? { nil }
   }
 
   @Test func theReadingAsksRoundByRoundThenServesOrGivesUp() throws {

@@ -18,36 +18,56 @@ public struct VideoRangePlanner: RangePlanner {
 
   public init() {}
 
-  public func next(after held: RangedOriginal) -> [Range<Int>]? {
-    guard let head = held.parts.first, head.offset == 0, head.bytes.count >= 8 else { return nil }
+  /// Where the walk of the top-level boxes to `moov` stands.
+  enum IndexSearch: Equatable {
+    /// Read this box header next.
+    case read(Range<Int>)
+    case found(Range<Int>)
+    /// Not an MP4-family video, or no index where its boxes say.
+    case none
+  }
+
+  /// The top-level boxes' headers, one after another, to the index.
+  static func findIndex(in held: RangedOriginal) -> IndexSearch {
+    guard let head = held.parts.first, head.offset == 0, head.bytes.count >= 8 else { return .none }
     guard ImageFormat.sniff(head.bytes) == .video, head.bytes[0] != 0x1A else {
-      return nil  // not an MP4-family video (Matroska starts 1A 45 DF A3)
+      return .none  // not an MP4-family video (Matroska starts 1A 45 DF A3)
     }
-    // The top-level boxes, header by header, to the index.
     var offset = 0
-    var index: Range<Int>?
     var boxes = 0
     while offset < held.total, boxes < 64 {
       boxes += 1
       let headerRange = offset..<min(held.total, offset + 16)
-      guard let header = held.bytes(headerRange) else { return [headerRange] }
-      guard header.count >= 8 else { return nil }
+      guard let header = held.bytes(headerRange) else { return .read(headerRange) }
+      guard header.count >= 8 else { return .none }
       let size32 = header[0..<4].reduce(0) { $0 << 8 | Int($1) }
       let size: Int
       if size32 == 1 {
-        guard header.count >= 16 else { return nil }
+        guard header.count >= 16 else { return .none }
         size = header[8..<16].reduce(0) { $0 << 8 | Int($1) }
       } else {
         size = size32 == 0 ? held.total - offset : size32
       }
-      guard size >= 8, size <= held.total - offset else { return nil }
-      if header[4..<8].elementsEqual("moov".utf8) {
-        index = offset..<(offset + size)
-        break
-      }
+      guard size >= 8, size <= held.total - offset else { return .none }
+      if header[4..<8].elementsEqual("moov".utf8) { return .found(offset..<(offset + size)) }
       offset += size
     }
-    guard let index, index.count <= maxIndexBytes else { return nil }
+    return .none
+  }
+
+  public func index(in held: RangedOriginal) -> Range<Int>? {
+    if case .found(let index) = Self.findIndex(in: held) { return index }
+    return nil
+  }
+
+  public func next(after held: RangedOriginal) -> [Range<Int>]? {
+    let index: Range<Int>
+    switch Self.findIndex(in: held) {
+    case .read(let header): return [header]
+    case .none: return nil
+    case .found(let found): index = found
+    }
+    guard index.count <= maxIndexBytes else { return nil }
     guard held.holds(index) else { return [index] }
     guard let places = Self.keyframes(in: held, until: PosterChoice().window) else { return nil }
     guard let first = places.first else { return [] }

@@ -2094,31 +2094,35 @@ public enum SQL {
 
   /// Upserts the thumbs.originals row of a URL after a download (@revalidated false: counted as a download,
   /// fetched_at moves) or after a 304 that confirmed the cached copy (@revalidated true: counted as a
-  /// revalidation). Either way checked_at moves, which is what prune_originals goes by.
+  /// revalidation). Either way checked_at moves, which is what prune_originals goes by. An original read by
+  /// ranges has no @sha256 but its @bytes_read and @index_sha256 (migrations/0022).
   public enum RecordOriginal: TypedStatement {
     public static let statement = SQLStatement(
       name: "record_original",
       text: #"""
         INSERT INTO thumbs.originals AS o
                (url, bytes, sha256, content_type, etag, last_modified, format, width, height, fetched_by,
-                downloads, revalidations)
+                downloads, revalidations, bytes_read, index_sha256)
         VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8::int, $9::int,
                 $10,
-                CASE WHEN $11::bool THEN 0 ELSE 1 END, CASE WHEN $11::bool THEN 1 ELSE 0 END)
+                CASE WHEN $11::bool THEN 0 ELSE 1 END, CASE WHEN $11::bool THEN 1 ELSE 0 END,
+                $12::bigint, $13)
         ON CONFLICT (url) DO UPDATE
            SET bytes = excluded.bytes, sha256 = excluded.sha256, content_type = excluded.content_type,
                etag = excluded.etag, last_modified = excluded.last_modified, format = excluded.format,
                width = excluded.width, height = excluded.height, fetched_by = excluded.fetched_by,
+               bytes_read = excluded.bytes_read, index_sha256 = excluded.index_sha256,
                fetched_at = CASE WHEN $11::bool THEN o.fetched_at ELSE now() END, checked_at = now(),
                downloads = o.downloads + excluded.downloads,
                revalidations = o.revalidations + excluded.revalidations
         """#,
       parameters: [
         "url", "bytes", "sha256", "content_type", "etag", "last_modified", "format", "width", "height",
-        "fetched_by", "revalidated",
+        "fetched_by", "revalidated", "bytes_read", "index_sha256",
       ],
       parameterTypes: [
-        "text", "bigint", "text", "text", "text", "text", "text", "int", "int", "text", "bool",
+        "text", "bigint", "text", "text", "text", "text", "text", "int", "int", "text", "bool", "bigint",
+        "text",
       ],
       columns: [],
       columnTypes: [],
@@ -2127,7 +2131,7 @@ public enum SQL {
     public struct Parameters: StatementParameters {
       public var url: String
       public var bytes: Int64
-      public var sha256: String
+      public var sha256: String?
       public var contentType: String?
       public var etag: String?
       public var lastModified: String?
@@ -2136,10 +2140,13 @@ public enum SQL {
       public var height: Int?
       public var fetchedBy: String
       public var revalidated: Bool
+      public var bytesRead: Int64?
+      public var indexSha256: String?
 
       public init(
-        url: String, bytes: Int64, sha256: String, contentType: String?, etag: String?, lastModified: String?,
-        format: String?, width: Int?, height: Int?, fetchedBy: String, revalidated: Bool
+        url: String, bytes: Int64, sha256: String?, contentType: String?, etag: String?,
+        lastModified: String?, format: String?, width: Int?, height: Int?, fetchedBy: String,
+        revalidated: Bool, bytesRead: Int64?, indexSha256: String?
       ) {
         self.url = url
         self.bytes = bytes
@@ -2152,13 +2159,16 @@ public enum SQL {
         self.height = height
         self.fetchedBy = fetchedBy
         self.revalidated = revalidated
+        self.bytesRead = bytesRead
+        self.indexSha256 = indexSha256
       }
 
       public var values: [String?] {
         [
-          url.postgresText, bytes.postgresText, sha256.postgresText, contentType?.postgresText,
+          url.postgresText, bytes.postgresText, sha256?.postgresText, contentType?.postgresText,
           etag?.postgresText, lastModified?.postgresText, format?.postgresText, width?.postgresText,
-          height?.postgresText, fetchedBy.postgresText, revalidated.postgresText,
+          height?.postgresText, fetchedBy.postgresText, revalidated.postgresText, bytesRead?.postgresText,
+          indexSha256?.postgresText,
         ]
       }
     }

@@ -1101,7 +1101,7 @@ ALTER TABLE thumbs.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 CREATE TABLE thumbs.originals (
     url text NOT NULL,
     bytes bigint NOT NULL,
-    sha256 text NOT NULL,
+    sha256 text,
     content_type text,
     etag text,
     last_modified text,
@@ -1113,14 +1113,18 @@ CREATE TABLE thumbs.originals (
     checked_at timestamp with time zone DEFAULT now() NOT NULL,
     downloads bigint DEFAULT 1 NOT NULL,
     revalidations bigint DEFAULT 0 NOT NULL,
-    fetched_by text
+    fetched_by text,
+    bytes_read bigint,
+    index_sha256 text
 );
 
 COMMENT ON TABLE thumbs.originals IS 'What the origin served for each source, as of the last time a worker asked: one row per source identity, written once per download or revalidation rather than once per job. For operators (sizes, duplicates, changed originals) and for the validators (ETag, Last-Modified) that a worker''s conditional request sends.';
 
 COMMENT ON COLUMN thumbs.originals.url IS 'The source''s identity as thumbd compares it (thumbs.source_identity), with a URL''s password masked: never a presigned signature, so a source re-signed many times has one row.';
 
-COMMENT ON COLUMN thumbs.originals.sha256 IS 'SHA-256 of the original''s bytes (hex): the same bytes under two URLs have the same value, and render keys are built from it.';
+COMMENT ON COLUMN thumbs.originals.bytes IS 'The original''s size in bytes: the whole file''s, also when only parts of it were read (bytes_read).';
+
+COMMENT ON COLUMN thumbs.originals.sha256 IS 'SHA-256 of the original''s bytes (hex): the same bytes under two URLs have the same value, and render keys are built from it. NULL for an original read by ranges, of which no worker read every byte (index_sha256 stands in).';
 
 COMMENT ON COLUMN thumbs.originals.format IS 'The format read from the file''s header; NULL, like width and height, when thumbd cannot size the format without decoding it.';
 
@@ -1135,6 +1139,10 @@ COMMENT ON COLUMN thumbs.originals.checked_at IS 'The last time the origin confi
 COMMENT ON COLUMN thumbs.originals.downloads IS 'Full downloads of the source by any worker: one for several profiles enqueued together.';
 
 COMMENT ON COLUMN thumbs.originals.revalidations IS 'Conditional requests the origin answered with 304 Not Modified: a cached copy confirmed without downloading it again.';
+
+COMMENT ON COLUMN thumbs.originals.bytes_read IS 'For an original read by ranges (an MP4 or QuickTime video from an origin that answers ranges): the bytes read of it, its head, its index and the keyframes its poster may come from; NULL when it was read whole.';
+
+COMMENT ON COLUMN thumbs.originals.index_sha256 IS 'For an original read by ranges: SHA-256 (hex) of its container index (the moov box), which with its size identifies the video where identical originals are matched; NULL when it was read whole.';
 
 CREATE VIEW thumbs.owner_overview AS
  SELECT j.owner,

@@ -169,6 +169,9 @@ public protocol RangePlanner: Sendable {
   /// What to read more for a poster at `seconds` (a profile's poster time): the keyframe at or before
   /// it, when not held; empty when nothing is needed or known.
   func ranges(at seconds: Double, after held: RangedOriginal) -> [Range<Int>]
+
+  /// Where the container's index lies, once the parts held say (nil: not known, or none).
+  func index(in held: RangedOriginal) -> Range<Int>?
 }
 
 /// Reading a ranged original, as decisions: the head first (`headBytes`), then round by round what the

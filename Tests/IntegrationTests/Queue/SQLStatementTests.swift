@@ -190,10 +190,11 @@ struct SQLStatementTests {
   @Test func typedParametersAreTheValuesInTheOrderOfTheirPlaceholders() {
     let original = SQL.RecordOriginal.Parameters(
       url: "http://a/b.jpg", bytes: 1200, sha256: "ab", contentType: "image/jpeg", etag: nil,
-      lastModified: nil, format: "jpeg", width: 640, height: nil, fetchedBy: "w1", revalidated: true)
+      lastModified: nil, format: "jpeg", width: 640, height: nil, fetchedBy: "w1", revalidated: true,
+      bytesRead: 300, indexSha256: nil)
     #expect(
       original.values == [
-        "http://a/b.jpg", "1200", "ab", "image/jpeg", nil, nil, "jpeg", "640", nil, "w1", "t",
+        "http://a/b.jpg", "1200", "ab", "image/jpeg", nil, nil, "jpeg", "640", nil, "w1", "t", "300", nil,
       ])
     #expect(original.values.count == SQL.RecordOriginal.statement.parameters.count)
     let failed = SQL.FailJobs.Parameters(

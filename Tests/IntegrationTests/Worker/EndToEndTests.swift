@@ -1,4 +1,5 @@
 import Foundation
+import Hashing
 import Imaging
 import Queue
 import TestSupport
@@ -255,6 +256,37 @@ struct VideoJobTests {
     // Read by ranges or whole, the same poster.
     let hashes = try sql(database, "SELECT DISTINCT thumbhash FROM thumbs.jobs").rows
     #expect(hashes.count == 1, "\(hashes)")
+  }
+
+  /// A video read by ranges is recorded as it is: the file's size, what was read of it, its index's
+  /// SHA-256 and no SHA-256 of bytes never read. The same file at another URL, also read by ranges,
+  /// takes the first job's variants (its render key is built from the size and the index's hash).
+  @Test func aVideoReadByRangesIsRecordedAsItIsAndRendersOnce() async throws {
+    let database = try TestDatabase.create()
+    let storage = try makeTemporaryDirectory()
+    let origin = try TestOrigin(root: try #require(VideoMatrix.folder))
+    let whole = try VideoMatrix.bytes("long-index-at-end.mp4")
+    try sql(database, "SELECT thumbs.enqueue($1)", [origin.url("/files/long-index-at-end.mp4")])
+    #expect(try await drainQueue(databaseURL: database, storage: storage).succeeded == 1)
+    try sql(database, "SELECT thumbs.enqueue($1)", [origin.url("/files/long-index-at-end.mp4?copy=2")])
+    #expect(try await drainQueue(databaseURL: database, storage: storage).succeeded == 1)
+    let rows = try sql(
+      database,
+      "SELECT bytes::text, sha256, bytes_read::text, index_sha256 FROM thumbs.originals ORDER BY url"
+    ).rows
+    #expect(rows.count == 2)
+    // The index: the moov box, at the end of this file.
+    let moov = try #require(
+      (0..<(whole.count - 8)).last { whole[$0 + 4..<$0 + 8].elementsEqual("moov".utf8) })
+    let moovSize = whole[moov..<moov + 4].reduce(0) { $0 << 8 | Int($1) }
+    let indexHash = Digest.sha256Hex(Array(whole[moov..<moov + moovSize]))
+    for row in rows {
+      #expect(row[0] == String(whole.count) && row[1] == nil && row[3] == indexHash, "\(row)")
+      let read = Int(row[2] ?? "") ?? 0
+      #expect(read > moovSize && read < whole.count / 10, "\(row)")
+    }
+    let jobs = try sql(database, "SELECT render_key, reused_from FROM thumbs.jobs ORDER BY id").rows
+    #expect(jobs[0][0] != nil && jobs[0][0] == jobs[1][0] && jobs[1][1] != nil, "\(jobs)")
   }
 
   @Test func videosBecomeFourVariantsAndAudioFailsForGood() async throws {
