@@ -25,6 +25,8 @@ struct thumbd_video {
   int64_t size;
   int64_t position;
   int next_entry;       // the index entry to look at next (index_read)
+  int last_entry;       // the index entry of the keyframe last given
+  int pass_over_missing;  // keyframes whose bytes are not held are passed over, not asked for
   int index_read;       // keyframes are taken from the container's index, not read in sequence
   int64_t deadline_ms;  // 0: none
   AVFormatContext *format;
@@ -464,11 +466,24 @@ static int indexed_keyframe(struct thumbd_video *v, double until, int64_t deadli
       snprintf(message, message_size, "no poster within the decode budget");
       return -5;
     }
-    const AVIndexEntry *entry = avformat_index_get_entry(stream, v->next_entry++);
-    if (!entry || !(entry->flags & AVINDEX_KEYFRAME)) continue;
+    const AVIndexEntry *entry = avformat_index_get_entry(stream, v->next_entry);
+    if (!entry || !(entry->flags & AVINDEX_KEYFRAME)) {
+      v->next_entry++;
+      continue;
+    }
     if (entry->timestamp * av_q2d(stream->time_base) - start > until) break;
+    if (entry->size <= 0 || entry->pos < 0 || entry->pos > v->size - entry->size) {
+      v->next_entry++;  // cut off: the file ends before it
+      continue;
+    }
     const uint8_t *data = bytes_at(v, entry->pos, entry->size);
-    if (!data || entry->size <= 0) continue;  // not read (an original read by ranges), or cut off
+    if (!data) {
+      // Not read (an original read by ranges): the caller reads it, or passes it over.
+      if (!v->pass_over_missing) return 2;
+      v->next_entry++;
+      continue;
+    }
+    v->last_entry = v->next_entry++;
     if (av_new_packet(v->packet, entry->size) < 0) {
       snprintf(message, message_size, "out of memory");
       return -4;
@@ -549,6 +564,18 @@ void thumbd_video_skip_to(thumbd_video *v, double seconds) {
   }
   int64_t target = (int64_t)((seconds + start) / av_q2d(stream->time_base));
   av_seek_frame(v->format, v->stream, target, AVSEEK_FLAG_BACKWARD);
+}
+
+int thumbd_video_position(const thumbd_video *v, int *last_given) {
+  if (last_given) *last_given = v->last_entry;
+  return v->index_read ? v->next_entry : -1;
+}
+
+void thumbd_video_resume(thumbd_video *v, int entry, int pass_over_missing) {
+  v->pass_over_missing = pass_over_missing;
+  if (!v->index_read || entry < 0) return;
+  v->next_entry = entry;
+  v->ended = 0;
 }
 
 void thumbd_video_close(thumbd_video *v) {

@@ -190,10 +190,17 @@ public struct Fetcher: Sendable {
   ) async throws(JobError)
     -> FetchedOriginal
   {
-    guard let rangePlanner, RangedOriginal.isPacked(original.bytes),
-      var held = RangedOriginal(packed: original.bytes)
-    else { return original }
-    let wanted = rangePlanner.ranges(at: seconds, after: held)
+    guard let rangePlanner, let held = RangedOriginal(packed: original.bytes) else { return original }
+    return try await adding(rangePlanner.ranges(at: seconds, after: held), to: original, url: url)
+  }
+
+  /// A video read by ranges with `ranges` read too (keyframes its poster search asked for), each
+  /// counted under the memory budget for as long as the original lives; within the byte cap.
+  public func adding(
+    _ ranges: [Range<Int>], to original: FetchedOriginal, url: String
+  ) async throws(JobError) -> FetchedOriginal {
+    guard var held = RangedOriginal(packed: original.bytes) else { return original }
+    let wanted = ranges.filter { !held.holds($0) }
     guard !wanted.isEmpty else { return original }
     let signed = try signedGet(url)
     var holds: [MemoryHold] = []

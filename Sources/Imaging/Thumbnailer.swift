@@ -114,10 +114,35 @@ public struct Thumbnailer: Sendable {
   public func render(
     _ data: [UInt8], variants: [VariantSpec], economical: Bool = false, posterAt: Double? = nil
   ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
+    switch try render(data, variants: variants, economical: economical, posterAt: posterAt, asking: nil) {
+    case .rendered(let info, let variants): return (info, variants)
+    case .wants: throw JobError(.internalError, "a poster search that may not ask for keyframes asked")
+    }
+  }
+
+  /// What `render` came to when the original is a video read by ranges whose poster search may ask
+  /// for keyframes it does not hold.
+  public enum Outcome: Sendable {
+    case rendered(SourceInfo, [RenderedVariant])
+    /// Read these ranges (RangedOriginal.add), then render again with `asking` set to the search.
+    case wants([Range<Int>], PosterSearch)
+  }
+
+  /// `render`, for a caller that can read more of a video read by ranges: with `asking` (a search to
+  /// go on with, or a new one: `PosterSearch.start`), a keyframe of the poster window that is not held
+  /// is asked for rather than passed over, so that the poster is the one a whole read gives.
+  public func render(
+    _ data: [UInt8], variants: [VariantSpec], economical: Bool = false, posterAt: Double? = nil,
+    asking: PosterSearch?
+  ) throws(JobError) -> Outcome {
     var timings = StageTimes(decode: 0, resize: 0, encode: 0)
     let mark = ContinuousClock.now
     let decoder = try SourceDecoders.make(data, maxPixels: maxPixels)
-    (decoder as? VideoSource)?.posterAt = posterAt
+    if let video = decoder as? VideoSource {
+      video.posterAt = posterAt
+      video.asksForKeyframes = asking != nil && RangedOriginal.isPacked(data)
+      video.resuming = asking.flatMap { $0 == .start ? nil : $0 }
+    }
     do {
       return try render(decoder, variants: variants, economical: economical, timings: &timings, since: mark)
     } catch {
@@ -131,12 +156,13 @@ public struct Thumbnailer: Sendable {
   private func render(
     _ decoder: any SourceDecoder, variants: [VariantSpec], economical: Bool, timings: inout StageTimes,
     since mark: ContinuousClock.Instant
-  ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
+  ) throws(JobError) -> Outcome {
     let header = decoder.header
     let upright = header.uprightSize
     let decoded = try decoder.decode(
       requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants),
       margin: economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin)
+    if let (ranges, search) = (decoder as? VideoSource)?.wanted { return .wants(ranges, search) }
     timings.decode = mark.secondsSince
     let output = OutputStage(
       color: decoded.color ?? header.color, model: decoded.image.model, coding: decoded.image.yCbCrCoding)
@@ -172,7 +198,7 @@ public struct Thumbnailer: Sendable {
       decodeDenominator: decoded.denominator,
       reduction: decoded.reduction, hasAlpha: hasAlpha, thumbHash: made.thumbHash, timings: timings,
       warnings: decoded.warnings, media: (decoder as? VideoSource)?.media)
-    return (info, made.variants.compactMap { $0 })
+    return .rendered(info, made.variants.compactMap { $0 })
   }
 
   /// Makes an animated original's animated variants from the stills the cascade made (their size,

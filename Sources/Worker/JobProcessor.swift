@@ -187,7 +187,7 @@ public struct JobProcessor: Sendable {
     _ url: String, _ variants: [VariantSpec], posterAt: Double?, reusing: (RenderReuse, String)?,
     life: JobLife
   ) async throws(JobError) -> RenderAttempt {
-    let (original, fetchSeconds) = try await fetch(url, posterAt: posterAt, life: life)
+    var (original, fetchSeconds) = try await fetch(url, posterAt: posterAt, life: life)
     // The original's bytes are already counted (its MemoryHold), for as long as `original` lives: keep
     // it alive until the render is done, and reserve only the rest of the cost.
     defer { withExtendedLifetime(original) {} }
@@ -204,29 +204,54 @@ public struct JobProcessor: Sendable {
         return .reused(found)
       }
     }
-    let admission: Admission
-    switch try await admit(original, variants, life: life) {
-    case .admitted(let admitted): admission = admitted
-    case .abandoned: return .abandoned
-    case .yielded(let cost): return .yielded(cost)
-    }
-    defer { if let memory, admission.reserved { memory.release(admission.weight) } }
-    life.enter(.rendering)
-    let (thumbnailer, bytes, economical, hash) = (
-      self.thumbnailer, original.bytes, admission.economical, sourceHash
-    )
-    let rendered = try await pool.run { () throws(JobError) -> SharedRenders.Rendered in
-      let (info, made) = try thumbnailer.render(
-        bytes, variants: variants, economical: economical, posterAt: posterAt)
-      return (info, made, hash, fetchSeconds)
-    }
-    if let metrics {
-      for stage in [Stage.decode, .resize, .encode] {
-        metrics.stage(stage, seconds: rendered.info.timings[stage] ?? 0)
+    // A video read by ranges: its poster search asks for the keyframes of its window it does not hold,
+    // which are read, and the search goes on (each round admitted anew: the original grew).
+    var search: PosterSearch? = original.ranges != nil ? .start : nil
+    var rounds = 0
+    while true {
+      let admission: Admission
+      switch try await admit(original, variants, life: life) {
+      case .admitted(let admitted): admission = admitted
+      case .abandoned: return .abandoned
+      case .yielded(let cost): return .yielded(cost)
+      }
+      life.enter(.rendering)
+      let (thumbnailer, bytes, economical, asking) = (
+        self.thumbnailer, original.bytes, admission.economical, search
+      )
+      let outcome = await pool.run { () -> Result<Thumbnailer.Outcome, JobError> in
+        Result { () throws(JobError) in
+          try thumbnailer.render(
+            bytes, variants: variants, economical: economical, posterAt: posterAt, asking: asking)
+        }
+      }
+      if let memory, admission.reserved { memory.release(admission.weight) }
+      switch try outcome.get() {
+      case .rendered(let info, let made):
+        let rendered: SharedRenders.Rendered = (info, made, sourceHash, fetchSeconds)
+        if let metrics {
+          for stage in [Stage.decode, .resize, .encode] {
+            metrics.stage(stage, seconds: rendered.info.timings[stage] ?? 0)
+          }
+        }
+        return .rendered(rendered)
+      case .wants(let ranges, let next):
+        rounds += 1
+        // Past the rounds a poster window can take, the keyframes not held are passed over.
+        search = rounds < Self.posterRounds ? next : nil
+        life.enter(.fetching)
+        let fetching = ContinuousClock.now
+        original = try await originals.fetcher.adding(ranges, to: original, url: url)
+        let seconds = fetching.duration(to: .now).inSeconds
+        metrics?.stage(.fetch, seconds: seconds)
+        fetchSeconds += seconds
       }
     }
-    return .rendered(rendered)
   }
+
+  /// Rounds of keyframes read for one poster search at most (its window of 12 s holds four rounds of
+  /// VideoSource.keyframesPerRead at a keyframe a second).
+  static let posterRounds = 8
 
   /// The fetch stage: the original at `url` (downloaded, revalidated or from the cache), with the poster's
   /// keyframe a profile asks for, and the seconds it took.

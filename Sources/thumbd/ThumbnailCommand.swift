@@ -47,6 +47,23 @@ struct ThumbnailCommand: ParsableCommand {
     return (held.packed, total)
   }
 
+  /// A video read by ranges with `ranges` of `file` read too.
+  static func adding(_ ranges: [Range<Int>], to data: [UInt8], of file: String) throws(JobError) -> [UInt8] {
+    guard var held = RangedOriginal(packed: data), let handle = FileHandle(forReadingAtPath: file) else {
+      throw JobError(.notFound, "cannot read \(file)")
+    }
+    defer { try? handle.close() }
+    for range in ranges where !held.holds(range) {
+      do {
+        try handle.seek(toOffset: UInt64(range.lowerBound))
+        held.add([UInt8](try handle.read(upToCount: range.count) ?? Data()), at: range.lowerBound)
+      } catch {
+        throw JobError(.notFound, "cannot read \(file): \(error)")
+      }
+    }
+    return held.packed
+  }
+
   func run() throws {
     try ImagingProcess.prepare()
     Allocator.keepFreedMemoryForReuse()
@@ -59,8 +76,22 @@ struct ThumbnailCommand: ParsableCommand {
     for (file, stem) in zip(files, OutputStems.assign(files)) {
       do {
         let t0 = Date()
-        let (data, total) = try Self.original(file)
-        let (info, variants) = try thumbnailer.render(data, variants: spec.variants)
+        var (data, total) = try Self.original(file)
+        // A video read by ranges: the keyframes its poster search asks for are read too, as a worker
+        // reads them from an origin.
+        var search: PosterSearch? = RangedOriginal.isPacked(data) ? .start : nil
+        var rendered: (SourceInfo, [RenderedVariant])?
+        while rendered == nil {
+          switch try thumbnailer.render(data, variants: spec.variants, asking: search) {
+          case .rendered(let info, let variants): rendered = (info, variants)
+          case .wants(let ranges, let next):
+            let more = try Self.adding(ranges, to: data, of: file)
+            // Nothing more could be read: the search passes over what it lacks.
+            search = more.count == data.count ? nil : next
+            data = more
+          }
+        }
+        guard let (info, variants) = rendered else { continue }
         for variant in variants {
           let path = "\(out)/\(stem)_\(variant.name).\(variant.format.fileExtension)"
           try Data(variant.data).write(to: URL(fileURLWithPath: path), options: .atomic)

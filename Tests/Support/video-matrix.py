@@ -139,4 +139,12 @@ ffmpeg("-i", str(OUT / "long-index-at-end.mp4"), "-c", "copy", "-movflags", "+fa
        str(OUT / "long-index-first.mp4"))
 case("long-index-first.mp4", "poster", upright=[640, 360])
 
+# What phone editors export: a keyframe a second and a slow start from black (here 3 s of black, then a
+# 1 s fade in), long enough to be read by ranges. The first keyframes a ranged read takes are all black:
+# the poster search must read more of them to find the one a whole read finds.
+ffmpeg("-f", "lavfi", "-i", PATTERN.format(size="640x360") + ":duration=12",
+       "-vf", "noise=alls=12:allf=t,fade=t=in:st=3:d=1", *keys_every(1), "-c:v", "libx264",
+       "-preset", "ultrafast", "-b:v", "2M", "-pix_fmt", "yuv420p", str(OUT / "slow-fade-in.mp4"))
+case("slow-fade-in.mp4", "poster", upright=[640, 360], poster_after=3.9)
+
 (OUT / "manifest.json").write_text(json.dumps(cases, indent=1))

@@ -65,9 +65,10 @@ int thumbd_video_open(const thumbd_video_part *parts, int part_count, int64_t to
 int thumbd_video_keyframes(thumbd_video *video, double until, int64_t *offsets, int64_t *lengths, double *times,
                            int max);
 
-// Decodes the next keyframe at or before `until` seconds, on its own (only keyframes are decoded; with an
-// index, keyframes whose bytes are not held are passed over). 1: a
-// frame (valid until the next call or the close), 0: none left before `until`, negative: an error with a
+// Decodes the next keyframe at or before `until` seconds, on its own (only keyframes are decoded). 1: a
+// frame (valid until the next call or the close), 0: none left before `until`, 2: the next keyframe's
+// bytes are not held (an original read by ranges: read them and open it again, resuming from
+// thumbd_video_position; or have them passed over with thumbd_video_resume), negative: an error with a
 // message. `skip_loop_filters`: without deblocking (for outputs reduced 2x or more). `deadline_ms`: the
 // monotonic clock (CLOCK_MONOTONIC, milliseconds) past which reading and decoding stop with -5.
 int thumbd_video_next_keyframe(thumbd_video *video, double until, int skip_loop_filters, int64_t deadline_ms,
@@ -76,6 +77,14 @@ int thumbd_video_next_keyframe(thumbd_video *video, double until, int skip_loop_
 // Moves to the last keyframe at or before `seconds` (with an index: the last one whose bytes are held),
 // so that the next thumbd_video_next_keyframe decodes it; without an index, seeks the demuxer there.
 void thumbd_video_skip_to(thumbd_video *video, double seconds);
+
+// With an index: the entry the next keyframe is looked for from, and (`last_given`) the entry of the
+// keyframe given last; -1 without an index.
+int thumbd_video_position(const thumbd_video *video, int *last_given);
+
+// Looks for the next keyframe from index entry `entry` (negative: from where it is); keyframes whose
+// bytes are not held are passed over when `pass_over_missing`, else asked for (status 2).
+void thumbd_video_resume(thumbd_video *video, int entry, int pass_over_missing);
 
 void thumbd_video_close(thumbd_video *video);
 

@@ -14,6 +14,9 @@ final class VideoSource: SourceDecoder {
   /// What the container says, for the job's record.
   let facts: VideoFacts
   private let bytes: OwnedBytes
+  /// The file's size, and the ranges of it held (all of it, when read whole).
+  private var totalBytes = 0
+  private var held: [Range<Int>] = []
   private var video: OpaquePointer?
   /// What decides the decode's memory (MemoryCostModel.video).
   let stream: VideoStreamShape
@@ -47,6 +50,8 @@ final class VideoSource: SourceDecoder {
       total = data.count
       parts = [thumbd_video_part(offset: 0, length: Int64(data.count), data: base)]
     }
+    totalBytes = total
+    held = parts.map { Int($0.offset)..<Int($0.offset + $0.length) }
     let status = thumbd_video_open(
       parts, Int32(parts.count), Int64(total), &handle, &info, &message, message.count)
     let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -176,8 +181,21 @@ final class VideoSource: SourceDecoder {
     }
   }
 
+  /// The poster search to go on with (PosterSearch), set before `decode` when an earlier round stopped
+  /// for keyframes not held.
+  var resuming: PosterSearch?
+  /// Whether keyframes not held are asked for (`decode` then stops, with `wanted` set) rather than passed
+  /// over. Set by a caller that can read them.
+  var asksForKeyframes = false
+  /// What the last `decode` stopped for, when it did (nil: it decoded the poster).
+  private(set) var wanted: ([Range<Int>], PosterSearch)?
+  /// Keyframes read for the poster at a time, when one is not held: it, and the next ones of the window
+  /// (a fade from black spans a few).
+  static let keyframesPerRead = 3
+
   func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
     guard let video else { throw JobError(.internalError, "the video was closed") }
+    wanted = nil
     let choice = PosterChoice()
     // Reduced 2x or more, the loop filters' work does not survive the resampling (docs/imaging.md).
     let skipLoopFilters = requiredScale <= HEVCTiles.loopFilterScale
@@ -186,17 +204,42 @@ final class VideoSource: SourceDecoder {
     // An HDR poster is tone-mapped as it is taken, at half size (2x2 luma means) when no output needs
     // more: still at least every output pixel, for a quarter of the work (ToneMap).
     let halveHDR = requiredScale <= 0.5
-    var best: (look: PosterChoice.Look, image: PlanarImage)?
+    // The best so far: its look and index entry, and its picture when this round decoded it.
+    var bestLook = resuming?.best
+    var bestEntry = Int32(resuming?.bestEntry ?? -1)
+    var bestImage: PlanarImage?
     var frame = thumbd_video_frame()
     var message = [CChar](repeating: 0, count: 256)
     var lastError: JobError?
+    thumbd_video_resume(video, Int32(resuming?.nextEntry ?? -1), asksForKeyframes ? 0 : 1)
     // With a poster time: the keyframe at or before it (the first when none is), nothing judged.
-    if let posterAt { thumbd_video_skip_to(video, posterAt) }
+    if let posterAt, resuming == nil { thumbd_video_skip_to(video, posterAt) }
+    func keep(_ look: PosterChoice.Look) throws(JobError) {
+      bestImage = nil  // the copy it replaces goes first: one poster copy at a time (the cost model counts one)
+      bestImage = try picture(of: frame, halveHDR: halveHDR)
+      bestLook = look
+      var given: Int32 = -1
+      _ = thumbd_video_position(video, &given)
+      bestEntry = given
+    }
     look: while true {
-      let until = posterAt.map { best == nil ? .infinity : $0 } ?? choice.window
+      let until = posterAt.map { bestLook == nil ? .infinity : $0 } ?? choice.window
       let status = thumbd_video_next_keyframe(
         video, until, skipLoopFilters ? 1 : 0, deadline, &frame, &message, message.count)
       if status == 0 { break }
+      if status == 2 {
+        let missing = missingKeyframes(until: until)
+        guard !missing.isEmpty else {
+          thumbd_video_resume(video, -1, 1)  // nothing it could read: passed over
+          continue
+        }
+        let next = Int(thumbd_video_position(video, nil))
+        wanted = (missing, PosterSearch(nextEntry: next, best: bestLook, bestEntry: Int(bestEntry)))
+        // No poster yet: the caller reads `wanted` (Thumbnailer) before it looks at this picture.
+        let none = PlanarImage(
+          model: .gray, planes: [Plane(width: 1, height: 1, zeroed: true)], subsampling: [.none])
+        return DecodedSource(image: none, reduction: "keyframes wanted")
+      }
       if status < 0 {
         let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         lastError = JobError(
@@ -205,23 +248,31 @@ final class VideoSource: SourceDecoder {
       }
       let look = Self.look(at: frame)
       if let posterAt {
-        best = nil  // the copy it replaces goes first: one poster copy at a time (the cost model counts one)
-        best = (look, try picture(of: frame, halveHDR: halveHDR))
+        try keep(look)
         if look.time < 0 || look.time >= posterAt - 0.001 { break look }
         continue
       }
-      switch choice.verdict(on: look, bestSoFar: best?.look) {
+      switch choice.verdict(on: look, bestSoFar: bestLook) {
       case .take:
-        best = nil
-        best = (look, try picture(of: frame, halveHDR: halveHDR))
+        try keep(look)
         break look
       case .keepAndLookOn:
-        best = nil
-        best = (look, try picture(of: frame, halveHDR: halveHDR))
+        try keep(look)
       case .lookOn:
         continue
       }
     }
+    // The best was looked at in an earlier round (before keyframes were read): decoded again.
+    if bestImage == nil, bestLook != nil, bestEntry >= 0 {
+      thumbd_video_resume(video, bestEntry, 1)
+      if thumbd_video_next_keyframe(
+        video, .infinity, skipLoopFilters ? 1 : 0, deadline, &frame, &message, message.count) == 1
+      {
+        bestImage = try picture(of: frame, halveHDR: halveHDR)
+        bestLook = Self.look(at: frame)
+      }
+    }
+    let best = bestImage.flatMap { image in bestLook.map { (look: $0, image: image) } }
     // The poster is a copy: the decoder's pictures and tables go before the variants are made.
     thumbd_video_close(video)
     self.video = nil
@@ -242,6 +293,27 @@ final class VideoSource: SourceDecoder {
     if toneMapped { reduction += ", \(VideoSource.dynamicRange(transfer: posterTransfer)) tone-mapped" }
     if halved { reduction += ", 1/2" }
     return DecodedSource(image: chosen.image, reduction: reduction, color: toneMapped ? .unspecified : nil)
+  }
+
+  /// The keyframes of the poster window up to `until` whose bytes are not held, the first few.
+  private func missingKeyframes(until: Double) -> [Range<Int>] {
+    guard let video else { return [] }
+    let window = until.isFinite ? until : PosterChoice().window
+    let max = 512
+    var offsets = [Int64](repeating: 0, count: max)
+    var lengths = [Int64](repeating: 0, count: max)
+    var times = [Double](repeating: 0, count: max)
+    let count = Int(thumbd_video_keyframes(video, window, &offsets, &lengths, &times, Int32(max)))
+    guard count > 0 else { return [] }
+    var missing: [Range<Int>] = []
+    for i in 0..<count where missing.count < Self.keyframesPerRead {
+      let range = Int(offsets[i])..<(Int(offsets[i]) + Int(lengths[i]))
+      guard range.lowerBound >= 0, range.count > 0, range.upperBound <= totalBytes else { continue }
+      if !held.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) {
+        missing.append(range)
+      }
+    }
+    return missing
   }
 
   private func monotonicMilliseconds() -> Int64 {

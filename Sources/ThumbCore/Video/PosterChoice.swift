@@ -67,3 +67,23 @@ public struct PosterChoice: Sendable {
     return Self.score(look) > Self.score(best) ? .keepAndLookOn : .lookOn
   }
 }
+
+/// Where a poster search over an original read by ranges stopped for keyframes it does not hold: it
+/// goes on, once they are read, from the same keyframe, with the best it had seen. So the poster is the
+/// one a whole read would give, whichever way the file was read.
+public struct PosterSearch: Sendable, Equatable {
+  /// The index entry the search goes on from.
+  public var nextEntry: Int
+  /// The best keyframe looked at so far, and its index entry (decoded again if it stays the best).
+  public var best: PosterChoice.Look?
+  public var bestEntry: Int
+
+  public init(nextEntry: Int, best: PosterChoice.Look?, bestEntry: Int) {
+    self.nextEntry = nextEntry
+    self.best = best
+    self.bestEntry = bestEntry
+  }
+
+  /// A search not begun: from the first keyframe (or the poster time's).
+  public static let start = PosterSearch(nextEntry: -1, best: nil, bestEntry: -1)
+}

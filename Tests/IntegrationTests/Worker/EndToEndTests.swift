@@ -258,6 +258,27 @@ struct VideoJobTests {
     #expect(hashes.count == 1, "\(hashes)")
   }
 
+  /// A slow start from black with a keyframe a second: read by ranges, the poster search reads on past
+  /// the first keyframes (all black) to the one a whole read takes; both get the same thumbnails.
+  @Test func aSlowFadeInGetsTheSamePosterFromAnOriginWithOrWithoutRanges() async throws {
+    let database = try TestDatabase.create()
+    let storage = try makeTemporaryDirectory()
+    let origin = try TestOrigin(root: try #require(VideoMatrix.folder))
+    for path in ["/files/slow-fade-in.mp4", "/norange/slow-fade-in.mp4"] {
+      try sql(database, "SELECT thumbs.enqueue($1)", [origin.url(path)])
+    }
+    #expect(try await drainQueue(databaseURL: database, storage: storage).succeeded == 2)
+    let keys = try sql(
+      database,
+      "SELECT j.source_url, array_agg(v.storage_key ORDER BY v.name)::text FROM thumbs.jobs j"
+        + " JOIN thumbs.variants v ON v.job_id = j.id GROUP BY j.source_url"
+    ).rows
+    #expect(keys.count == 2 && keys[0][1] == keys[1][1], "\(keys)")
+    let size = try VideoMatrix.bytes("slow-fade-in.mp4").count
+    let sent = try await origin.count(at: "/_bytes/files/slow-fade-in.mp4", key: "bytes")
+    #expect(sent < size / 2, "read by ranges: \(sent) of \(size) bytes")
+  }
+
   /// A video read by ranges is recorded as it is: the file's size, what was read of it, its index's
   /// SHA-256 and no SHA-256 of bytes never read. The same file at another URL, also read by ranges,
   /// takes the first job's variants (its render key is built from the size and the index's hash).
