@@ -215,7 +215,8 @@ final class VideoSource: SourceDecoder {
     // With a poster time: the keyframe at or before it (the first when none is), nothing judged.
     if let posterAt, resuming == nil { thumbd_video_skip_to(video, posterAt) }
     func keep(_ look: PosterChoice.Look) throws(JobError) {
-      bestImage = nil  // the copy it replaces goes first: one poster copy at a time (the cost model counts one)
+      // The copy it replaces goes first: one poster copy at a time (the cost model counts one).
+      bestImage = nil
       bestImage = try picture(of: frame, halveHDR: halveHDR)
       bestLook = look
       var given: Int32 = -1
