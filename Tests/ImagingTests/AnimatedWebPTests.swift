@@ -49,6 +49,22 @@ import ThumbCore
 
   /// What `thumbd thumbnail` makes of it: outputs of the canvas's shape (5:4), not the frame's (4:3);
   /// JPEG flattens the transparent canvas onto white, as it does any alpha; `auto` keeps it as PNG.
+  /// A first frame that paints four pixels of the canvas is nearly blank (FrameContent): passed over
+  /// for the second, as a GIF's would be.
+  @Test func aNearlyBlankFirstFrameIsPassedOver() throws {
+    let speck = TestImages.animatedWebP(
+      width: 100, height: 80,
+      frames: [
+        .init(image: Self.rgba(width: 2, height: 2, (0, 0, 0, 255)), x: 10, y: 10),
+        .init(image: Self.rgba(width: 40, height: 30, (255, 0, 0, 255)), x: 16, y: 8),
+      ])
+    let source = try #require(try SourceDecoders.make(speck, maxPixels: 1_000_000) as? WebPSource)
+    let decoded = try source.decode(requiredScale: 1, margin: 1)
+    #expect(decoded.reduction == "frame 2 composed on the canvas")
+    let canvas = decoded.image.interleaved()
+    #expect(Array(canvas.pixels[(20 * 100 + 30) * 4..<(20 * 100 + 31) * 4]) == [255, 0, 0, 255])
+  }
+
   @Test func rendersAtTheCanvasAspectRatio() throws {
     let (info, variants) = try thumbnailer.render(
       Self.redOnCanvas,

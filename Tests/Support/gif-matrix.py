@@ -227,11 +227,13 @@ def composite(size, frames, palette):
 
 
 def blank(canvas, sampled):
-    """Nothing painted, or one colour everywhere; `sampled` samples as GIFSource.isBlank does."""
+    """Nearly one colour everywhere (FrameContent.isMostlyOneColour: fewer than 2% of the pixels differ
+    from the most common colour, every transparent pixel one colour); `sampled` samples as it does."""
     px = np.where(canvas[..., 3:] == 0, 0, canvas).reshape(-1, 4)
     if sampled:
         px = px[::max(1, len(px) // 4096)]
-    return bool((px == px[0]).all())
+    _, counts = np.unique(px, axis=0, return_counts=True)
+    return bool(len(px) - counts.max() < 0.02 * len(px))
 
 
 def shown_frame(canvases, count, sampled):
@@ -502,6 +504,10 @@ frames = [Frame(rings(60, 60, 29) + 3, disposal=1)] + \
     [Frame(np.full((8, 8), 1 + k % 2), left=(k * 7) % 52, top=(k * 3) % 52, disposal=1, delay=2) for k in range(499)]
 drawn("500-frames.gif", (60, 60), frames, PAL, expect_frame=0, note="500 frames; the first is shown.",
       flags=lambda s: len(s["frames"]) == 500)
+# A first frame that paints one pixel on a transparent canvas: nearly blank, passed over for the second.
+frames = [Frame(np.full((1, 1), 1), left=10, top=10, disposal=1), Frame(rings(64, 64, 30) + 3, disposal=1)]
+drawn("one-pixel-first.gif", (64, 64), frames, PAL, expect_frame=1,
+      note="the first frame paints one pixel of 64x64: nearly one colour, so the second is shown.")
 # 10,000 frames, each one transparent pixel: all blank; thumbd looks at 32 and shows the last of those.
 frames = [Frame(np.zeros((1, 1)), left=k % 16, top=k // 16 % 16, transparent=0, delay=1) for k in range(10_000)]
 drawn("10000-blank-frames.gif", (16, 16), frames, PAL[:4], expect_frame=FRAMES_LOOKED - 1,

@@ -3,8 +3,8 @@ import ThumbCore
 
 /// A GIF, static or animated, through giflib: the first frame worth showing, composited onto the canvas
 /// as a browser shows it (CGIFDecoder: disposal, transparency, palettes, interlacing). A frame of an
-/// animation that leaves the canvas blank or one flat colour (a fade in, a background drawn first) is
-/// passed over for the next, up to `framesLooked` and eight canvases' worth of decompressed pixels; a
+/// animation that leaves the canvas blank or nearly one colour (FrameContent: a fade in, a background
+/// drawn first, a pixel on a transparent canvas) is passed over for the next, up to `framesLooked` and eight canvases' worth of decompressed pixels; a
 /// GIF with nothing better gives its last one looked at.
 final class GIFSource: AnimatedSource {
   /// Frames decompressed at most looking for one worth showing: each costs at most a canvas.
@@ -105,21 +105,12 @@ final class GIFSource: AnimatedSource {
     return DecodedSource(image: image, reduction: shown > 1 ? "frame \(shown)" : "1/1")
   }
 
-  /// Nothing painted, or one colour over the whole picture: not worth a thumbnail while the animation
-  /// has more to show.
+  /// Nothing painted, or nearly one colour over the whole picture (FrameContent): not worth a thumbnail
+  /// while the animation has more to show.
   static func isBlank(_ canvas: PixelBuffer) -> Bool {
-    var first: (UInt8, UInt8, UInt8, UInt8)?
-    let step = max(1, canvas.width * canvas.height / 4096)
-    return canvas.pixels.withUnsafeBufferPointer { p in
-      var i = 0
-      while i < canvas.width * canvas.height {
-        let pixel = (p[i * 4], p[i * 4 + 1], p[i * 4 + 2], p[i * 4 + 3])
-        let seen = pixel.3 == 0 ? (0, 0, 0, 0) : pixel
-        if let first, first != seen { return false }
-        first = seen
-        i += step
-      }
-      return true
+    canvas.pixels.withUnsafeBufferPointer {
+      FrameContent.isMostlyOneColour(
+        rgba: $0, width: canvas.width, height: canvas.height, stride: canvas.width * 4)
     }
   }
 }

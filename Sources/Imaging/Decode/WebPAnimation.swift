@@ -51,6 +51,9 @@ final class WebPAnimation {
     return body(UnsafePointer(buffer))
   }
 
+  /// Whether frames are left to give.
+  var hasMoreFrames: Bool { WebPAnimDecoderHasMoreFrames(decoder) != 0 }
+
   /// The next frame composed on the canvas, and the time it ends (milliseconds from the start), lent to
   /// `body` as `withFirstFrame` lends it; nil when every frame has been given.
   func withNextFrame<R>(_ body: (UnsafePointer<UInt8>, Int) -> R) throws(JobError) -> R? {

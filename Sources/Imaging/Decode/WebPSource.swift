@@ -108,8 +108,12 @@ final class WebPSource: AnimatedSource {
     return DecodedSource(image: image, reduction: size == stored ? "1/1" : "scaled to \(size)")
   }
 
-  /// The first frame on its canvas, through libwebp's animation decoder, at full size: it has no scaled
-  /// decoding (the resampler reduces the canvas like any other decoded image).
+  /// The first frame worth showing on its canvas, through libwebp's animation decoder, at full size: it
+  /// has no scaled decoding (the resampler reduces the canvas like any other decoded image). A frame
+  /// that leaves the canvas nearly one colour (FrameContent) is passed over for the next, as a GIF's is,
+  /// up to GIFSource.framesLooked; with nothing better, the last one looked at. (A first frame that
+  /// covers the canvas is decoded alone, scaled, and shown as it is: looking on would take the
+  /// animation decoder's canvases, which the cost model does not count for it.)
   private func decodeComposed() throws(JobError) -> DecodedSource {
     let animation = try WebPAnimation(file)
     let canvas = animation.canvas
@@ -117,11 +121,39 @@ final class WebPSource: AnimatedSource {
       throw JobError(
         .corruptImage, "WebP animation: the canvas is \(canvas), the container said \(header.storedSize)")
     }
-    let image = try animation.withFirstFrame { rows in
+    func picture(_ rows: UnsafePointer<UInt8>) -> PlanarImage {
       PlanarImage(
         interleaved: rows, size: canvas, stride: canvas.width * 4, model: .rgba, premultiplied: true)
     }
-    return DecodedSource(image: image, reduction: "1/1, first frame composed on the canvas")
+    func blank(_ rows: UnsafePointer<UInt8>) -> Bool {
+      FrameContent.isMostlyOneColour(
+        rgba: UnsafeBufferPointer(start: rows, count: canvas.pixels * 4), width: canvas.width,
+        height: canvas.height, stride: canvas.width * 4)
+    }
+    // Only the frame kept becomes planes: looking on holds nothing but libwebp's own canvases.
+    var chosen: PlanarImage?
+    var shown = 1
+    try animation.withFirstFrame { rows in
+      if !animation.hasMoreFrames || !blank(rows) { chosen = picture(rows) }
+    }
+    while chosen == nil {
+      let last = shown + 1 >= GIFSource.framesLooked
+      let given: Bool? = try? animation.withNextFrame { rows, _ in
+        if last || !animation.hasMoreFrames || !blank(rows) { chosen = picture(rows) }
+        return true
+      }
+      guard given == true else { break }
+      shown += 1
+    }
+    guard let image = chosen else {
+      // A later frame did not decode before one was kept: the first frame, composed anew.
+      let image = try WebPAnimation(file).withFirstFrame(picture)
+      return DecodedSource(image: image, reduction: "1/1, first frame composed on the canvas")
+    }
+    return DecodedSource(
+      image: image,
+      reduction: shown > 1
+        ? "frame \(shown) composed on the canvas" : "1/1, first frame composed on the canvas")
   }
 
   func frames() throws(JobError) -> any AnimationFrames {
