@@ -378,7 +378,9 @@ enum RenderKey {
   // 3: a box pre-reduction before large Lanczos steps; the cascade tolerates rounding short of 2x.
   // 4: a GIF whose shown canvas is all opaque loses its alpha (`auto` gives JPEG, not PNG); a grey PQ or
   // HLG JPEG XL is tone-mapped.
-  static let rendererVersion = 4
+  // 5: a GIF or animated WebP frame that leaves its canvas nearly one colour is passed over (not only
+  // one that leaves it exactly one colour).
+  static let rendererVersion = 5
 
   static func make(source: String, spec: String, storage: String) -> String {
     Digest.sha256Hex(Array("thumbd-render \(rendererVersion)\n\(source)\n\(spec)\n\(storage)".utf8))
