@@ -33,21 +33,29 @@ struct VideoCostMeasurementTests {
 
   /// An HEVC keyframe that names pictures before it (a CRA picture, as x265 and open-GOP encoders
   /// write) is decoded as an IDR picture: the same pixels as ffmpeg's decode of the whole stream, without
-  /// the grey stand-ins libavcodec would make for what it names.
-  @Test func aCRAKeyframeDecodesAsTheWholeStreamDoes() throws {
+  /// the grey stand-ins libavcodec would make for what it names. Over x265's options that change what a
+  /// slice header holds: several slices, no wavefronts, no SAO, deblocking and chroma offsets, reference
+  /// sets in the SPS, long reference lists, parameter sets in every keyframe, temporal layers, lossless
+  /// coding, 4:4:4.
+  @Test(arguments: [
+    ("yuv420p", "bframes=3"), ("yuv420p", "slices=4"), ("yuv420p", "wpp=0:sao=0"),
+    ("yuv420p", "deblock=2,-2:cbqpoffs=3:crqpoffs=-2"), ("yuv420p", "multi-pass-opt-rps=1:bframes=4"),
+    ("yuv420p", "ref=5:bframes=8:rc-lookahead=20"), ("yuv420p", "repeat-headers=1:temporal-layers=1"),
+    ("yuv420p", "lossless=1"), ("yuv444p", "constrained-intra=1:opt-qp-pps=1"),
+  ])
+  func aCRAKeyframeDecodesAsTheWholeStreamDoes(format: String, x265: String) throws {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("thumbd-cra-\(UUID())")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
     let clip = folder.appendingPathComponent("open-gop.mp4")
     try run(
       "ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25:duration=3",
-      "-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
-      "-x265-params", "keyint=25:min-keyint=25:scenecut=0:open-gop=1:bframes=3:log-level=error",
-      clip.path)
+      "-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", format,
+      "-x265-params", "keyint=25:min-keyint=25:scenecut=0:open-gop=1:log-level=error:" + x265, clip.path)
     let reference = folder.appendingPathComponent("frame.y")
     try run(
       "ffmpeg", "-v", "error", "-y", "-threads", "1", "-i", clip.path, "-vf", "select=eq(n\\,25)",
-      "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "yuv420p", reference.path)
+      "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", format, reference.path)
     let source = try VideoSource([UInt8](try Data(contentsOf: clip)), maxPixels: 1 << 24)
     #expect(source.stream.keyframesRewritten)
     source.posterAt = 1.0
