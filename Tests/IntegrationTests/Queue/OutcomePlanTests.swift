@@ -26,7 +26,7 @@ struct OutcomePlanTests {
       "fail_jobs", SQL.FailJobs.statement.text,
       {
         "\($0.jobs), \($0.repeated("5")), \($0.repeated("broken")), \($0.repeated("failure")),"
-          + " \($0.repeated("false"))"
+          + " \($0.repeated("false")), \($0.repeated("NULL"))"
       }
     ),
     (
