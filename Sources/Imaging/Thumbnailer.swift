@@ -87,8 +87,7 @@ public struct Thumbnailer: Sendable {
     if let video = decoder as? VideoSource {
       let estimate = MemoryCostModel.video(
         stream: video.stream, stored: header.storedSize, orientation: header.orientation,
-        heldBytes: RangedOriginal.layout(of: data).map { $0.parts.reduce(0) { $0 + $1.length } }
-          ?? data.count,
+        heldBytes: video.heldBytes,
         toneMapped: video.toneMapped, variants: variants)
       return (estimate, video.media)
     }

@@ -108,18 +108,27 @@ public struct VideoRangePlanner: RangePlanner {
           == 0
       else { return nil }
       defer { thumbd_video_close(handle) }
-      let max = until.isFinite && until > PosterChoice().window ? 100_000 : 64
-      var offsets = [Int64](repeating: 0, count: max)
-      var lengths = [Int64](repeating: 0, count: max)
-      var times = [Double](repeating: 0, count: max)
-      let count = thumbd_video_keyframes(handle, until, &offsets, &lengths, &times, Int32(max))
-      guard count >= 0 else { return nil }
-      return (0..<Int(count)).compactMap { i in
-        let start = Int(offsets[i])
-        let length = Int(lengths[i])
-        guard start >= 0, length > 0, start <= layout.total - length else { return nil }
-        return start..<(start + length)
-      }
+      return keyframes(of: handle, until: until, total: layout.total)
+    }
+  }
+
+  /// Where the index of an open video puts its keyframes up to `until` seconds (at most `max` of them),
+  /// each within a file of `total` bytes; nil when the container has no index to read.
+  static func keyframes(
+    of video: OpaquePointer?, until: Double, total: Int,
+    max: Int? = nil
+  ) -> [Range<Int>]? {
+    let max = max ?? (until.isFinite && until > PosterChoice().window ? 100_000 : 64)
+    var offsets = [Int64](repeating: 0, count: max)
+    var lengths = [Int64](repeating: 0, count: max)
+    var times = [Double](repeating: 0, count: max)
+    let count = thumbd_video_keyframes(video, until, &offsets, &lengths, &times, Int32(max))
+    guard count >= 0 else { return nil }
+    return (0..<Int(count)).compactMap { i in
+      let start = Int(offsets[i])
+      let length = Int(lengths[i])
+      guard start >= 0, length > 0, start <= total - length else { return nil }
+      return start..<(start + length)
     }
   }
 }

@@ -17,6 +17,8 @@ final class VideoSource: SourceDecoder {
   /// The file's size, and the ranges of it held (all of it, when read whole).
   private var totalBytes = 0
   private var held: [Range<Int>] = []
+  /// The bytes held of the file (the cost model counts them).
+  var heldBytes: Int { held.reduce(0) { $0 + $1.count } }
   private var video: OpaquePointer?
   /// What decides the decode's memory (MemoryCostModel.video).
   let stream: VideoStreamShape
@@ -298,23 +300,12 @@ final class VideoSource: SourceDecoder {
 
   /// The keyframes of the poster window up to `until` whose bytes are not held, the first few.
   private func missingKeyframes(until: Double) -> [Range<Int>] {
-    guard let video else { return [] }
     let window = until.isFinite ? until : PosterChoice().window
-    let max = 512
-    var offsets = [Int64](repeating: 0, count: max)
-    var lengths = [Int64](repeating: 0, count: max)
-    var times = [Double](repeating: 0, count: max)
-    let count = Int(thumbd_video_keyframes(video, window, &offsets, &lengths, &times, Int32(max)))
-    guard count > 0 else { return [] }
-    var missing: [Range<Int>] = []
-    for i in 0..<count where missing.count < Self.keyframesPerRead {
-      let range = Int(offsets[i])..<(Int(offsets[i]) + Int(lengths[i]))
-      guard range.lowerBound >= 0, range.count > 0, range.upperBound <= totalBytes else { continue }
-      if !held.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) {
-        missing.append(range)
-      }
+    let places = VideoRangePlanner.keyframes(of: video, until: window, total: totalBytes, max: 512) ?? []
+    let missing = places.filter { place in
+      !held.contains { $0.lowerBound <= place.lowerBound && place.upperBound <= $0.upperBound }
     }
-    return missing
+    return Array(missing.prefix(Self.keyframesPerRead))
   }
 
   private func monotonicMilliseconds() -> Int64 {
