@@ -1,4 +1,5 @@
 import Admission
+import ThumbCore
 
 /// Bytes taken from the memory gate (`--memory-budget`) for a downloaded original, given back once, when the last copy of
 /// the original that carries it (a job's, the original cache's) is gone.
@@ -34,6 +35,25 @@ public final class MemoryHold: Sendable {
   }
 
   deinit { if own > 0, let memory { memory.give(own) } }
+
+  /// `bytes` taken from `memory` for bytes about to be read (a spooled file's part), waiting while the
+  /// budget has no room; nil without a budget. More than the whole budget: over_memory_budget.
+  static func taking(_ bytes: Int, from memory: AdmissionGate?) async throws(JobError) -> MemoryHold? {
+    guard let memory, bytes > 0 else { return nil }
+    guard bytes <= memory.capacity else {
+      throw JobError(
+        .overMemoryBudget,
+        "a part of \(ByteSize.format(bytes)) is more than the \(ByteSize.format(memory.capacity)) --memory-budget"
+      )
+    }
+    while true {
+      let taken = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+        if memory.take(bytes, orWake: { done.resume(returning: false) }) { done.resume(returning: true) }
+      }
+      if taken { return MemoryHold(bytes: bytes, memory: memory) }
+      if Task.isCancelled { throw JobError(.internalError, "cancelled while waiting for memory") }
+    }
+  }
 }
 
 /// What one transfer has taken so far; given back when the transfer ends without a body to keep, or

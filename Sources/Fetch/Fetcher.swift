@@ -53,6 +53,9 @@ public struct FetchedOriginal: Sendable {
   public var sha256: String?
   /// How an original read by ranges was read (nil: read whole).
   public var ranges: RangedRead?
+  /// The whole file, on disk, of a video too large to hold in memory from an origin that does not
+  /// answer ranges (Spool): its parts are read from here. Kept as long as the original lives.
+  public var spooled: SpooledFile?
 
   /// What identifies the original where identical originals are matched (render keys): its SHA-256
   /// when read whole, its size and its index's SHA-256 when read by ranges; nil while not computed.
@@ -84,10 +87,15 @@ public struct RangedRead: Sendable, Equatable {
   /// the size it identifies the video.
   public var indexSHA256: String
 
-  public init(total: Int, bytesRead: Int, indexSHA256: String) {
+  /// The whole file was downloaded to the spool (an origin that does not answer ranges), and its parts
+  /// read from there: `bytesRead` is the whole file.
+  public var spooled = false
+
+  public init(total: Int, bytesRead: Int, indexSHA256: String, spooled: Bool = false) {
     self.total = total
     self.bytesRead = bytesRead
     self.indexSHA256 = indexSHA256
+    self.spooled = spooled
   }
 }
 
@@ -115,6 +123,8 @@ public struct Fetcher: Sendable {
   /// reads of the socket, rather than in a pass of its own once it is in. Bodies read by ranges are
   /// packed from several answers and are not.
   public var hashesBodies = false
+  /// Where a video over `limits.maxBytes` read whole goes (nil: such a video is too_large).
+  public var spool: Spool?
 
   public init(
     limits: FetchLimits, addressPolicy: AddressPolicy, memory: AdmissionGate? = nil,
@@ -139,10 +149,55 @@ public struct Fetcher: Sendable {
     -> FetchResult
   {
     let signed = try signedGet(url)
-    if let rangePlanner, SourceURL.readsByRanges(url) {
-      return try await fetchByRanges(url, signed: signed, validators: validators, planner: rangePlanner)
+    let result =
+      if let rangePlanner, SourceURL.readsByRanges(url) {
+        try await fetchByRanges(url, signed: signed, validators: validators, planner: rangePlanner)
+      } else {
+        try await get(url, signed: signed, validators: validators, range: nil).result
+      }
+    guard case .downloaded(let original) = result, let file = original.spooled else { return result }
+    return .downloaded(try await unspooled(original, file: file, url: url))
+  }
+
+  /// A video downloaded whole to the spool, read by ranges from there as from an origin that answers
+  /// them: its head, its index and its first keyframes, each part counted under the memory budget.
+  private func unspooled(
+    _ original: FetchedOriginal, file: SpooledFile, url: String
+  ) async throws(JobError) -> FetchedOriginal {
+    let tooLarge = JobError(
+      .tooLarge,
+      "\(SourceURL.shown(url)) is larger than the \(ByteSize.format(limits.maxBytes)) download limit, and its index cannot be read in parts"
+    )
+    guard let rangePlanner else { throw tooLarge }
+    let total = file.size
+    var holds: [MemoryHold] = []
+    let (head, headHold) = try await spooledPart(0..<min(total, RangedReading.headBytes), of: file)
+    if let headHold { holds.append(headHold) }
+    let outcome = try await RangedReading.run(
+      total: total, head: head, planner: rangePlanner, maxBytes: limits.maxBytes
+    ) { range async throws(JobError) in
+      let (bytes, hold) = try await spooledPart(range, of: file)
+      if let hold { holds.append(hold) }
+      return bytes
     }
-    return try await get(url, signed: signed, validators: validators, range: nil).result
+    guard case .done(let held) = outcome, let index = rangePlanner.index(in: held),
+      let indexBytes = held.bytes(index)
+    else { throw tooLarge }
+    var parts = original
+    parts.bytes = held.packed
+    parts.hold = MemoryHold.joining(original.hold, holds)
+    // Every byte came from the origin: the hash of the whole file (when taken) is the file's.
+    parts.ranges = RangedRead(
+      total: total, bytesRead: total, indexSHA256: Digest.sha256Hex(indexBytes), spooled: true)
+    return parts
+  }
+
+  /// The bytes of `range` of a spooled file, taken from the memory budget first (waiting for room).
+  private func spooledPart(
+    _ range: Range<Int>, of file: SpooledFile
+  ) async throws(JobError) -> ([UInt8], MemoryHold?) {
+    let hold = try await MemoryHold.taking(range.count, from: memory)
+    return (try file.read(range), hold)
   }
 
   /// A video read by ranges: its head, then what `planner` asks for (its index, its first keyframes),
@@ -202,21 +257,26 @@ public struct Fetcher: Sendable {
     guard var held = RangedOriginal(packed: original.bytes) else { return original }
     let wanted = ranges.filter { !held.holds($0) }
     guard !wanted.isEmpty else { return original }
-    let signed = try signedGet(url)
+    let signed = original.spooled == nil ? try signedGet(url) : nil
     var holds: [MemoryHold] = []
     for range in wanted {
       guard held.bytesHeld + range.count <= limits.maxBytes else {
         throw JobError(
           .tooLarge, "the parts of the video a poster needs are over the limit of \(limits.maxBytes) bytes")
       }
-      let (bytes, hold) = try await part(range, of: url, signed: signed, total: held.total)
+      let (bytes, hold) =
+        if let file = original.spooled {
+          try await spooledPart(range, of: file)
+        } else {
+          try await part(range, of: url, signed: signed, total: held.total)
+        }
       if let hold { holds.append(hold) }
       held.add(bytes, at: range.lowerBound)
     }
     var topped = original
     topped.bytes = held.packed
     topped.hold = MemoryHold.joining(original.hold, holds)
-    topped.ranges?.bytesRead = held.bytesHeld
+    if topped.ranges?.spooled == false { topped.ranges?.bytesRead = held.bytesHeld }
     return topped
   }
 
@@ -254,7 +314,8 @@ public struct Fetcher: Sendable {
       let transfer = try Transfer(
         url: url, signed: signed, validators: validators, limits: limits, addressPolicy: addressPolicy,
         timeout: secondsLeft,
-        cancellation: cancellation, memory: memory, range: range, hashesBody: hashesBodies && range == nil)
+        cancellation: cancellation, memory: memory, range: range, hashesBody: hashesBodies,
+        spool: spool, planner: rangePlanner)
       let code = await multi.perform(transfer)
       if Task.isCancelled { cancellation.cancel() }
       let failure: TransferFailure

@@ -251,8 +251,12 @@ public final class OriginalSource: Sendable {
         state.flights[key] = own.unclaimed ? own : nil
       }
       if case .success(let (original, delivery)) = result {
-        state.cache.insert(
-          Cached(original: original, storedAt: .now), for: key, cost: original.bytes.count, evicted: &evicted)
+        // A spooled original is not kept: it holds its file's disk, which the next download may need.
+        if original.spooled == nil {
+          state.cache.insert(
+            Cached(original: original, storedAt: .now), for: key, cost: original.bytes.count,
+            evicted: &evicted)
+        }
         if delivery == .revalidated {
           state.counters.revalidations += 1
         } else {

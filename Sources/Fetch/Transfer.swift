@@ -27,7 +27,8 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
   init(
     url: String, signed: SignedGet? = nil, validators: Validators?, limits: FetchLimits,
     addressPolicy: AddressPolicy, timeout: Double, cancellation: TransferCancellation, memory: AdmissionGate?,
-    range: Range<Int>? = nil, hashesBody: Bool = false
+    range: Range<Int>? = nil, hashesBody: Bool = false, spool: Spool? = nil,
+    planner: (any RangePlanner)? = nil
   ) throws(JobError) {
     guard let easy = CurlEasy() else { throw JobError(.internalError, "curl_easy_init failed") }
     self.easy = easy
@@ -36,7 +37,8 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
       signed == nil ? addressPolicy.policy(host: URLComponents(string: url)?.host) : { @Sendable _ in true }
     state = TransferState(
       handle: easy.handle, maxBytes: limits.maxBytes, addressCheck: AddressCheck(permits: policy),
-      cancellation: cancellation, memory: memory, hashesBody: hashesBody)
+      cancellation: cancellation, memory: memory, hashesBody: hashesBody, spool: spool,
+      planner: planner)
     let userdata = Unmanaged.passUnretained(state).toOpaque()
     easy.setRequestBasics(
       url: signed?.url ?? url, connectTimeout: limits.connectTimeout, timeout: timeout,
@@ -59,8 +61,10 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
     // write callbacks instead of curl's default of one per 16 KiB.
     easy.set(CURLOPT_BUFFERSIZE, Self.receiveBufferBytes)
     // Refuses a Content-Length over the cap before any body arrives; the write callback enforces the
-    // cap on what actually arrives (no length, a lying length, a compressed body).
-    easy.setOffset(CURLOPT_MAXFILESIZE_LARGE, limits.maxBytes)
+    // cap on what actually arrives (no length, a lying length, a compressed body). With a spool, the cap
+    // in memory is the write callback's, and the spool's is the largest body.
+    easy.setOffset(
+      CURLOPT_MAXFILESIZE_LARGE, state.spool.map { max($0.capacity, limits.maxBytes) } ?? limits.maxBytes)
     if let range {
       // A range of the stored bytes (not of a compressed rendition of them: no Accept-Encoding).
       headers.append("Range: bytes=\(range.lowerBound)-\(range.upperBound - 1)")
@@ -122,6 +126,19 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
         TransferFailure(
           JobError(.blockedSource, "\(shortURL) connects to \(blocked), a private or reserved address")))
     }
+    if let (message, final) = state.spoolFailure {
+      // Too large for the spool however empty it is: refused for good; otherwise another try may find
+      // room (the spool is shared by the worker's downloads) or a disk with space.
+      if final { return .failure(TransferFailure(JobError(.tooLarge, "\(shortURL) is \(message)"))) }
+      return .failure(TransferFailure(JobError(.fetchFailed, "\(shortURL): \(message)"), retryable: true))
+    }
+    if code == CURLE_FILESIZE_EXCEEDED, let spool = state.spool, spool.capacity > limits.maxBytes {
+      return .failure(
+        TransferFailure(
+          JobError(
+            .tooLarge,
+            "\(shortURL) is larger than the \(ByteSize.format(spool.capacity)) spool (--max-spool-bytes)")))
+    }
     if state.overLimit || code == CURLE_FILESIZE_EXCEEDED {
       return .failure(
         TransferFailure(
@@ -156,6 +173,7 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
         validators: validators,
         hold: state.reservation?.seal(), memoryPauses: state.memoryPauses)
       original.sha256 = state.bodyHash?.hexDigest()
+      original.spooled = state.spooled
       return .success(.downloaded(original))
     case 304:
       return .success(.notModified(validators))

@@ -25,6 +25,14 @@ final class TransferState: @unchecked Sendable {
   /// The thread running this transfer, which resumes it when memory comes back (set before it starts).
   var multi: CurlMulti?
   var overLimit = false
+  /// Where a body over `maxBytes` goes when it is a format read by ranges (nil: nowhere, too_large).
+  let spool: Spool?
+  /// Says whether a body that begins so can be read in parts (the spool takes only those).
+  let planner: (any RangePlanner)?
+  /// The file the body went to instead of `body`, once it crossed `maxBytes`.
+  var spooled: SpooledFile?
+  /// Why the body could not be spooled (the file could not be made or written, the spool is full).
+  var spoolFailure: (message: String, final: Bool)?
   // Headers of the last response (a redirect's headers are forgotten when the next response starts).
   var retryAfter: String?
   var etag: String?
@@ -34,8 +42,11 @@ final class TransferState: @unchecked Sendable {
 
   init(
     handle: UnsafeMutableRawPointer, maxBytes: Int, addressCheck: AddressCheck,
-    cancellation: TransferCancellation, memory: AdmissionGate?, hashesBody: Bool = false
+    cancellation: TransferCancellation, memory: AdmissionGate?, hashesBody: Bool = false, spool: Spool? = nil,
+    planner: (any RangePlanner)? = nil
   ) {
+    self.spool = planner == nil ? nil : spool
+    self.planner = planner
     self.bodyHash = hashesBody ? StreamingSHA256() : nil
     self.reservation = memory.map(BodyReservation.init)
     self.handle = handle
@@ -47,6 +58,7 @@ final class TransferState: @unchecked Sendable {
   /// Frees a failed transfer's partial body and gives its memory back. Only once the transfer has ended.
   func discardBody() {
     body = []
+    spooled = nil
     reservation?.giveBack()
   }
 
@@ -54,10 +66,53 @@ final class TransferState: @unchecked Sendable {
   /// (one allocation instead of doubling through it, which would briefly hold one and a half times the
   /// body), otherwise twice the current capacity; never over the cap.
   func nextCapacity(holding needed: Int) -> Int {
+    let announced = announcedLength
+    // A body announced over the cap is kept in memory only until it can be told apart (then spooled,
+    // or refused).
+    if spool != nil, announced > maxBytes { return min(max(needed, Self.sniffBytes), maxBytes) }
+    let wanted = announced >= needed ? announced : max(needed, 2 * body.capacity, 256 * 1024)
+    return min(wanted, maxBytes)
+  }
+
+  /// The answer's Content-Length (-1: none).
+  var announcedLength: Int {
     var announced: curl_off_t = -1
     _ = thumbd_curl_getinfo_off_t(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced)
-    let wanted = announced >= needed ? Int(announced) : max(needed, 2 * body.capacity, 256 * 1024)
-    return min(wanted, maxBytes)
+    return Int(announced)
+  }
+
+  /// Bytes enough to tell the formats apart (an ISO file's `ftyp` box is read whole, up to 4 KiB).
+  static let sniffBytes = 4096
+
+  /// Whether the body, with `chunk` to come, must leave memory now: it crossed the cap, or it is
+  /// announced over the cap and enough of it is in to tell what it is.
+  func mustLeaveMemory(needed: Int) -> Bool {
+    needed > maxBytes || (spool != nil && needed >= Self.sniffBytes && announcedLength > maxBytes)
+  }
+
+  /// Sends the body to a spool file from here on, with `chunk` the bytes just arrived, when it is a
+  /// format read by ranges (a video): its parts are read from the file, and only they take memory.
+  /// False: it stays a body over the cap (too_large), or the spool failed (`spoolFailure`).
+  func startSpooling(with chunk: UnsafeRawBufferPointer) -> Bool {
+    guard let spool, let planner else { return false }
+    let head = Array(body.prefix(Self.sniffBytes)) + Array(chunk.prefix(max(0, Self.sniffBytes - body.count)))
+    guard planner.readsInParts(head: head) else { return false }
+    let file: SpooledFile
+    do { file = try SpooledFile.make(in: spool) } catch {
+      spoolFailure = (error.message, false)
+      return false
+    }
+    let written = body.withUnsafeBytes { held in
+      held.isEmpty || file.append(held.baseAddress!, count: held.count)
+    }
+    guard written, chunk.isEmpty || file.append(chunk.baseAddress!, count: chunk.count) else {
+      spoolFailure = (file.failure ?? "the spool failed", file.tooLarge)
+      return false
+    }
+    body = []
+    reservation?.giveBack()
+    spooled = file
+    return true
   }
 }
 
@@ -67,10 +122,23 @@ let writeBody: thumbd_curl_data_callback = { data, size, count, userdata in
   let state = Unmanaged<TransferState>.fromOpaque(userdata!).takeUnretainedValue()
   let length = size * count
   if state.cancellation.isCancelled { return 0 }  // curl aborts with CURLE_WRITE_ERROR
+  if let file = state.spooled {
+    guard let data, file.append(data, count: length) else {
+      state.spoolFailure = (file.failure ?? "the spool failed", file.tooLarge)
+      return 0
+    }
+    state.bodyHash?.update(UnsafeRawBufferPointer(start: data, count: length))
+    return length
+  }
   let needed = state.body.count + length
   // The cap is enforced while receiving, so a lying or missing Content-Length cannot blow memory.
-  if needed > state.maxBytes {
-    state.overLimit = true
+  if state.mustLeaveMemory(needed: needed) {
+    let chunk = UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : length)
+    if state.startSpooling(with: chunk) {
+      state.bodyHash?.update(chunk)
+      return length
+    }
+    if state.spoolFailure == nil { state.overLimit = true }
     return 0  // curl aborts the transfer with CURLE_WRITE_ERROR
   }
   if needed > state.body.capacity {

@@ -347,10 +347,13 @@ extension OriginalRecord {
   /// secrets masked: a presigned URL's signature never reaches the table.
   init(url: String, _ original: FetchedOriginal) {
     let format = ImageFormat.sniff(original.bytes)
-    // Read by ranges: the file's size and what was read of it, and no hash of bytes never read.
+    // Read by ranges: the file's size and what was read of it, and no hash of bytes never read (a
+    // spooled file's bytes were all read: its hash, when taken as it arrived, is the file's).
     self.init(
       url: SourceURL.redacted(SourceURL.identity(url)), bytes: original.ranges?.total ?? original.bytes.count,
-      sha256: original.ranges == nil ? original.sha256 ?? Digest.sha256Hex(original.bytes) : nil,
+      sha256: original.ranges == nil
+        ? original.sha256 ?? Digest.sha256Hex(original.bytes)
+        : original.ranges?.spooled == true ? original.sha256 : nil,
       contentType: original.contentType, etag: original.validators.etag,
       lastModified: original.validators.lastModified, format: format?.rawValue,
       size: format.flatMap { ImageProbe.pixelSize(original.bytes, format: $0) },

@@ -122,6 +122,7 @@ public final class Worker: Sendable {
     if recyclesPlanes { installPlaneRecycler() }
     defer { if recyclesPlanes { PlaneRecycler.install(nil) } }
     let originals = makeOriginalSource(pool: pool, multi: multi)
+    try originals.fetcher.spool?.prepare()
     // The storage is opened only for the real pipeline (benchmarks' handlers store nothing).
     let store =
       try self.handler == nil ? StorageURL.open(config.storageSettings, pool: pool, multi: multi) : nil
@@ -280,9 +281,12 @@ public final class Worker: Sendable {
   /// Downloads are counted against the memory budget as their bodies arrive, and the cache gives its
   /// originals back when a decode lacks memory.
   private func makeOriginalSource(pool: BlockingPool, multi: CurlMulti) -> OriginalSource {
-    let fetcher = Fetcher(
+    var fetcher = Fetcher(
       limits: config.fetch, addressPolicy: config.addressPolicy, memory: memory, multi: multi,
       sources: config.s3Sources, rangePlanner: VideoRangePlanner())
+    if config.maxSpoolBytes > 0 {
+      fetcher.spool = Spool(directory: config.effectiveSpoolDirectory, capacity: config.maxSpoolBytes)
+    }
     var settings = config.originals
     settings.cacheBytes = config.effectiveOriginalCacheBytes
     return OriginalSource(fetcher: fetcher, settings: settings, hashingOn: pool)

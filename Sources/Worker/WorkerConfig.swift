@@ -56,6 +56,16 @@ public struct WorkerConfig: Sendable {
   public var originalCacheBytes: Int?
 
   public var effectiveOriginalCacheBytes: Int { originalCacheBytes ?? memoryBudget / 8 }
+  /// Where a video over `fetch.maxBytes` from an origin that does not answer ranges is downloaded to
+  /// (`--spool-dir`); nil: the system's temporary directory, `thumbd-spool` in it.
+  public var spoolDirectory: String?
+  /// The disk the spool may use at once, and so the largest video it takes (`--max-spool-bytes`; 0:
+  /// no spool, such a video is `too_large`).
+  public var maxSpoolBytes = 4 << 30
+
+  public var effectiveSpoolDirectory: String {
+    spoolDirectory ?? (NSTemporaryDirectory() as NSString).appendingPathComponent("thumbd-spool")
+  }
   /// Ready jobs for URLs a lease already names that come along with it (docs/fetching.md).
   public var leaseSiblings = 32
   public var maxPixels = 100_000_000

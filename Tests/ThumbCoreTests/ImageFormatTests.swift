@@ -17,4 +17,43 @@ import Testing
     #expect(ImageFormat.sniff(Array("<html>".utf8)) == nil)
     #expect(ImageFormat.sniff([]) == nil)
   }
+
+  /// The format table is the one list of formats: each appears once, and the sniffer knows each by what
+  /// its entry says (its signatures, padded to the bytes it needs; its brands, alone in an `ftyp` box),
+  /// and the URL rule by its extensions.
+  @Test func theSnifferFollowsTheFormatTable() {
+    #expect(
+      MediaFormats.table.map(\.format.rawValue).sorted() == ImageFormat.allCases.map(\.rawValue).sorted())
+    for traits in MediaFormats.table {
+      #expect(!traits.signatures.isEmpty || !traits.brands.isEmpty, "\(traits.format) cannot be told")
+      for signature in traits.signatures {
+        var bytes = [UInt8](repeating: 0x20, count: max(traits.minimumBytes, 64))
+        for run in signature.runs {
+          bytes.replaceSubrange(run.offset..<(run.offset + run.bytes.count), with: run.bytes)
+        }
+        #expect(ImageFormat.sniff(bytes) == traits.format, "\(traits.format): \(signature.runs)")
+        if traits.minimumBytes > 0 {
+          #expect(ImageFormat.sniff(Array(bytes.prefix(traits.minimumBytes - 1))) == nil)
+        }
+      }
+      for brand in traits.brands {
+        let box = [0, 0, 0, 20] + Array("ftyp\(brand)".utf8) + [0, 0, 0, 0] + Array(brand.utf8)
+        #expect(ImageFormat.sniff(box) == traits.format, "\(traits.format): \(brand)")
+        if !traits.brandsDecideAlone {
+          // An image brand anywhere in the list wins over this one.
+          let image = MediaFormats.table.first { $0.brandsDecideAlone }!
+          let both =
+            [0, 0, 0, 24] + Array("ftyp\(brand)".utf8) + [0, 0, 0, 0] + Array(brand.utf8)
+            + Array(image.brands.sorted()[0].utf8)
+          #expect(ImageFormat.sniff(both) == image.format)
+        }
+      }
+      for ext in traits.rangeExtensions {
+        #expect(SourceURL.readsByRanges("https://example.com/a/clip.\(ext.uppercased())?x=1"))
+        #expect(traits.readsByRanges)
+      }
+      #expect(traits.format.decodes == traits.decodes && traits.format.animates == traits.animates)
+    }
+    #expect(!SourceURL.readsByRanges("https://example.com/photo.jpg"))
+  }
 }

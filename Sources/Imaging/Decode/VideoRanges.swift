@@ -18,6 +18,12 @@ public struct VideoRangePlanner: RangePlanner {
 
   public init() {}
 
+  /// MP4-family files: Matroska and WebM (an EBML header) keep their index where only reading the
+  /// file finds it.
+  public func readsInParts(head: [UInt8]) -> Bool {
+    ImageFormat.sniff(head)?.readsByRanges == true && head.first != 0x1A
+  }
+
   /// Where the walk of the top-level boxes to `moov` stands.
   enum IndexSearch: Equatable {
     /// Read this box header next.

@@ -32,15 +32,17 @@ public enum SourceURL {
   /// The URL with its secrets masked: a userinfo password and the secret query parameters' values.
   public static func redacted(_ url: String) -> String { redactingSecrets(in: url) }
 
-  /// The URL as error messages show it: redacted and at most 200 characters.
-  /// Whether the URL's path (or S3 key) names an MP4-family video (.mp4, .mov, .m4v, .3gp, .3g2): those
-  /// are read by ranges, their index and first keyframes, not whole.
+  /// Whether the URL's path (or S3 key) ends in an extension of a format read by ranges
+  /// (`FormatTraits.rangeExtensions`: MP4-family videos): those are asked for by ranges, their index and
+  /// first keyframes, not whole.
   public static func readsByRanges(_ url: String) -> Bool {
     let path = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
     guard let dot = path.lastIndex(of: "."), !path[dot...].contains("/") else { return false }
-    return ["mp4", "mov", "m4v", "3gp", "3g2"].contains(path[path.index(after: dot)...].lowercased())
+    let ext = path[path.index(after: dot)...].lowercased()
+    return MediaFormats.table.contains { $0.readsByRanges && $0.rangeExtensions.contains(ext) }
   }
 
+  /// The URL as error messages show it: redacted and at most 200 characters.
   public static func shown(_ url: String) -> String { String(redacted(url).prefix(200)) }
 
   /// `text` with every URL secret in it masked: the password of any `scheme://user:password@` and the

@@ -1,53 +1,40 @@
 /// Image formats, told apart by their first bytes: never by URL or Content-Type, which lie.
-public enum ImageFormat: String, Sendable {
+public enum ImageFormat: String, Sendable, CaseIterable {
   case jpeg, png, webp, heif, avif, gif, tiff, bmp
   /// JPEG XL: a bare codestream or the ISO container.
   case jxl
   /// A video container (MP4, MOV, M4V, 3GP, Matroska, WebM): its poster frame is the picture.
   case video
 
+  /// What thumbd knows of the format (`MediaFormats.table`).
+  public var traits: FormatTraits { MediaFormats.traits[self]! }
+  /// Whether thumbd decodes it (otherwise it is recognised and refused, `unsupported_format`).
+  public var decodes: Bool { traits.decodes }
+  /// Whether a large file of it is read in parts (by ranges from the origin, or from the spool).
+  public var readsByRanges: Bool { traits.readsByRanges }
+  /// Whether a file of it may hold several frames (animated variants).
+  public var animates: Bool { traits.animates }
+
   /// The format the bytes begin like, or nil when they look like no image we know.
   public static func sniff(_ bytes: [UInt8]) -> ImageFormat? {
     // A video read by ranges (RangedOriginal): its head tells.
     if RangedOriginal.isPacked(bytes) { return RangedOriginal.head(of: bytes).flatMap(sniff) }
-    func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {
-      bytes.count >= offset + prefix.count && Array(bytes[offset..<(offset + prefix.count)]) == prefix
+    for traits in MediaFormats.table {
+      for signature in traits.signatures where signature.matches(bytes) {
+        // A signature short enough to begin other files claims the bytes even when too few to tell:
+        // a longer copy of them must not sniff otherwise.
+        return bytes.count >= traits.minimumBytes ? traits.format : nil
+      }
     }
-    if starts([0xFF, 0xD8, 0xFF]) { return .jpeg }
-    if starts([0xFF, 0x0A]) || starts([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) {
-      return .jxl
-    }
-    if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
-    if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return .webp }
-    if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { return .gif }
-    if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return .tiff }
-    // "BM" claims the bytes even when too short to tell: a longer copy of them must not sniff otherwise.
-    if starts(Array("BM".utf8)) { return bytes.count >= 26 ? .bmp : nil }
-    if starts(Array("ftyp".utf8), at: 4) { return isobmff(bytes) }
-    // Matroska and WebM: an EBML header.
-    if starts([0x1A, 0x45, 0xDF, 0xA3]) { return .video }
-    // QuickTime files older than `ftyp` begin with one of its top-level atoms.
-    for atom in ["moov", "mdat", "wide", "free", "skip", "pnot"] where starts(Array(atom.utf8), at: 4) {
-      return .video
-    }
+    if bytes.count >= 8, bytes[4..<8].elementsEqual("ftyp".utf8) { return isobmff(bytes) }
     return nil
   }
-
-  /// Major or compatible brands of MP4, QuickTime, M4V, 3GPP and their relatives: a file branded so and
-  /// not as HEIF or AVIF is a video. (Canon's `crx ` raw photos are ISO files too, and stay unknown.)
-  static let videoBrands: Set<String> = [
-    "isom", "iso2", "iso3", "iso4", "iso5", "iso6", "mp41", "mp42", "avc1", "qt  ", "M4V ", "M4VH", "M4VP",
-    "3gp4", "3gp5", "3gp6", "3gp7", "3g2a", "3g2b", "3g2c", "mmp4", "MSNV", "dash", "f4v ", "XAVC", "hvc1",
-  ]
-
-  static let avifBrands: Set<String> = ["avif", "avis"]
-  static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1"]
 
   /// An ISO base media file (HEIF, AVIF, but also MP4): its `ftyp` box names a major brand and a list of
   /// compatible ones. HEIF files are not always branded `heic` first (some writers put a generic or
   /// vendor brand there and `mif1` among the compatible ones), so the whole list is read: the major
-  /// brand decides when it is known, else the first HEIF or AVIF brand of the list. Only a complete box
-  /// is read, so more bytes never change the answer.
+  /// brand decides when it is known, else the first image brand of the list, else any video brand.
+  /// Only a complete box is read, so more bytes never change the answer.
   static func isobmff(_ bytes: [UInt8]) -> ImageFormat? {
     guard bytes.count >= 16 else { return nil }
     let boxSize = Int(bytes[0]) << 24 | Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])
@@ -55,11 +42,100 @@ public enum ImageFormat: String, Sendable {
     let brands = ([8] + Array(stride(from: 16, through: boxSize - 4, by: 4))).map {
       String(decoding: bytes[$0..<($0 + 4)], as: UTF8.self)
     }
+    let images = MediaFormats.table.filter { $0.brandsDecideAlone }
     for brand in brands {
-      if avifBrands.contains(brand) { return .avif }
-      if heifBrands.contains(brand) { return .heif }
+      if let image = images.first(where: { $0.brands.contains(brand) }) { return image.format }
     }
-    if brands.contains(where: videoBrands.contains) { return .video }
-    return nil
+    let others = MediaFormats.table.filter { !$0.brandsDecideAlone && !$0.brands.isEmpty }
+    return others.first { !$0.brands.isDisjoint(with: brands) }?.format
   }
+}
+
+/// Bytes a format's files begin with: one run or more, each at its offset, all present.
+public struct Signature: Sendable {
+  public var runs: [(offset: Int, bytes: [UInt8])]
+
+  public init(_ bytes: [UInt8], at offset: Int = 0) { runs = [(offset, bytes)] }
+
+  public init(_ text: String, at offset: Int = 0) { self.init(Array(text.utf8), at: offset) }
+
+  /// This signature and `text` at `offset` too.
+  public func and(_ text: String, at offset: Int) -> Signature {
+    var both = self
+    both.runs.append((offset, Array(text.utf8)))
+    return both
+  }
+
+  func matches(_ data: [UInt8]) -> Bool {
+    runs.allSatisfy { run in
+      data.count >= run.offset + run.bytes.count
+        && data[run.offset..<(run.offset + run.bytes.count)].elementsEqual(run.bytes)
+    }
+  }
+}
+
+/// What thumbd knows of one format: how it is sniffed, whether it is decoded, read by ranges, and
+/// animates. The memory each decode takes is MemoryCostModel's, by format.
+public struct FormatTraits: Sendable {
+  public var format: ImageFormat
+  /// Leading bytes that identify it (ISO files are identified by `brands` instead).
+  public var signatures: [Signature] = []
+  /// A matching signature needs this many bytes to claim the file.
+  public var minimumBytes = 0
+  /// ISO base media `ftyp` brands that mark it.
+  public var brands: Set<String> = []
+  /// One of its brands anywhere in the `ftyp` list decides (images, whose files also carry generic
+  /// brands); otherwise its brands count only when no image brand is there.
+  public var brandsDecideAlone = false
+  /// Decoded (false: recognised, and refused as `unsupported_format`).
+  public var decodes = true
+  /// A large file is read in parts: its head, its index, the keyframes a poster needs (by ranges from
+  /// an origin that answers them, else from the spool).
+  public var readsByRanges = false
+  /// URL path extensions that say, before any byte arrives, that a file is best read by ranges.
+  public var rangeExtensions: [String] = []
+  /// May hold several frames, made into animated variants.
+  public var animates = false
+}
+
+/// The formats thumbd knows: the one table that lists them, in the order the sniffer tries them.
+public enum MediaFormats {
+  public static let table: [FormatTraits] = [
+    FormatTraits(format: .jpeg, signatures: [Signature([0xFF, 0xD8, 0xFF])]),
+    FormatTraits(
+      format: .jxl,
+      signatures: [
+        Signature([0xFF, 0x0A]), Signature([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]),
+      ]),
+    FormatTraits(format: .png, signatures: [Signature([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])]),
+    FormatTraits(format: .webp, signatures: [Signature("RIFF").and("WEBP", at: 8)], animates: true),
+    FormatTraits(format: .gif, signatures: [Signature("GIF87a"), Signature("GIF89a")], animates: true),
+    FormatTraits(
+      format: .tiff,
+      signatures: [Signature([0x49, 0x49, 0x2A, 0x00]), Signature([0x4D, 0x4D, 0x00, 0x2A])],
+      decodes: false),
+    FormatTraits(format: .bmp, signatures: [Signature("BM")], minimumBytes: 26, decodes: false),
+    FormatTraits(format: .avif, brands: ["avif", "avis"], brandsDecideAlone: true),
+    FormatTraits(
+      format: .heif, brands: ["heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1"],
+      brandsDecideAlone: true),
+    FormatTraits(
+      format: .video,
+      // Matroska and WebM (an EBML header); QuickTime files older than `ftyp` begin with one of its
+      // top-level atoms.
+      signatures: [Signature([0x1A, 0x45, 0xDF, 0xA3])]
+        + ["moov", "mdat", "wide", "free", "skip", "pnot"].map { Signature($0, at: 4) },
+      // MP4, QuickTime, M4V, 3GPP and their relatives: a file branded so and not as HEIF or AVIF. (Canon's
+      // `crx ` raw photos are ISO files too, and stay unknown.)
+      brands: [
+        "isom", "iso2", "iso3", "iso4", "iso5", "iso6", "mp41", "mp42", "avc1", "qt  ", "M4V ", "M4VH",
+        "M4VP", "3gp4", "3gp5", "3gp6", "3gp7", "3g2a", "3g2b", "3g2c", "mmp4", "MSNV", "dash", "f4v ",
+        "XAVC", "hvc1",
+      ],
+      readsByRanges: true, rangeExtensions: ["mp4", "mov", "m4v", "3gp", "3g2"]),
+  ]
+
+  /// The table by format.
+  static let traits: [ImageFormat: FormatTraits] = Dictionary(
+    uniqueKeysWithValues: table.map { ($0.format, $0) })
 }

@@ -172,6 +172,14 @@ public protocol RangePlanner: Sendable {
 
   /// Where the container's index lies, once the parts held say (nil: not known, or none).
   func index(in held: RangedOriginal) -> Range<Int>?
+
+  /// Whether a file that begins with `head` (4 KiB) can be read in parts: a download of it too large
+  /// for memory goes to the spool.
+  func readsInParts(head: [UInt8]) -> Bool
+}
+
+extension RangePlanner {
+  public func readsInParts(head: [UInt8]) -> Bool { ImageFormat.sniff(head)?.readsByRanges == true }
 }
 
 /// Reading a ranged original, as decisions: the head first (`headBytes`), then round by round what the

@@ -110,6 +110,20 @@ extension WorkerOption {
         settings.fetch.maxBytes = try Read.size(value)
       }, render: { Write.size($0.fetch.maxBytes) }),
     WorkerOption(
+      "max-spool-bytes", .value(placeholder: "SIZE"),
+      help:
+        "disk for videos over the download limit from origins that do not answer ranges, downloaded to the spool and read in parts from there; 0 = none",
+      apply: { value, settings throws(OptionError.Problem) in
+        settings.maxSpoolBytes = try Read.size(value, positive: false)
+      }, render: { Write.size($0.maxSpoolBytes) }),
+    WorkerOption(
+      "spool-dir", .value(placeholder: "DIR"), default: "`thumbd-spool` in the temporary directory",
+      help: "where the spool's files go (unlinked as they are made: nothing is left behind)",
+      apply: { value, settings throws(OptionError.Problem) in
+        guard value.hasPrefix("/") else { throw .init("'\(value)' is not an absolute path") }
+        settings.spoolDirectory = value
+      }, render: { $0.effectiveSpoolDirectory }),
+    WorkerOption(
       "max-pixels", .value(placeholder: "N"), help: "largest original in pixels, refused before decoding",
       apply: { value, settings throws(OptionError.Problem) in
         settings.maxPixels = try Read.int(value, 1...Int(Int32.max) * 4)

@@ -88,4 +88,78 @@ struct PhoneVideoJobTests {
     ).rows
     #expect(event == [["4320"]])
   }
+
+  /// A 200 MB clip, its index at the end, from an origin that ignores `Range` (and the same file from
+  /// one that answers ranges): downloaded to the spool, read in parts from there, the same poster as the
+  /// ranged read, the worker's peak RSS within the budget and 64 MiB, the spool left empty. A spool
+  /// smaller than the file refuses it as too_large.
+  @Test func aLargeVideoFromAnOriginWithoutRangesGoesThroughTheSpool() async throws {
+    let folder = try makeTemporaryDirectory()
+    let clip = folder.appendingPathComponent("big.mp4")
+    let (status, output) = try runProgram(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i",
+        "testsrc2=size=1280x720:rate=30:duration=4.5,noise=alls=40:allf=t", "-c:v", "libx264", "-preset",
+        "ultrafast", "-qp", "4", "-g", "30", "-pix_fmt", "yuv420p", clip.path,
+      ])
+    try #require(status == 0, "ffmpeg: \(output)")
+    let size = try Data(contentsOf: clip).count
+    try #require(size > 150 << 20, "the clip is \(size) bytes")
+    let database = try TestDatabase.create()
+    let storage = try makeTemporaryDirectory()
+    let spool = try makeTemporaryDirectory()
+    let origin = try TestOrigin(root: folder)
+    for path in ["/norange/big.mp4", "/files/big.mp4"] {
+      try sql(database, "SELECT thumbs.enqueue($1)", [origin.url(path)])
+    }
+    let worker = try WorkerProcess(
+      databaseURL: database, storage: storage,
+      settings: ["THUMBD_CONCURRENCY": "2", "THUMBD_SPOOL_DIR": spool.path, "THUMBD_FETCH_TIMEOUT": "120"])
+    let settled = try await eventually(timeout: 180) {
+      try sql(database, "SELECT count(*) FROM thumbs.jobs WHERE state IN ('succeeded', 'failed')").rows[0][0]
+        == "2"
+    }
+    #expect(settled, "\(worker.log)")
+    let jobs = try sql(
+      database,
+      "SELECT j.source_url, j.state, j.last_error, array_agg(v.storage_key ORDER BY v.name)::text"
+        + " FROM thumbs.jobs j LEFT JOIN thumbs.variants v ON v.job_id = j.id GROUP BY j.id ORDER BY j.id"
+    ).rows
+    for job in jobs { #expect(job[1] == "succeeded", "\(job)") }
+    #expect(jobs.count == 2 && jobs[0][3] == jobs[1][3], "the same thumbnails: \(jobs)")
+    // The whole file went once from the origin without ranges; a few percent from the other.
+    #expect(try await origin.count(at: "/_bytes/norange/big.mp4", key: "bytes") == size)
+    #expect(try await origin.count(at: "/_bytes/files/big.mp4", key: "bytes") < size / 20)
+    let originals = try sql(
+      database,
+      "SELECT url, bytes::text, bytes_read::text, sha256 IS NOT NULL, index_sha256 FROM thumbs.originals"
+        + " ORDER BY url"
+    ).rows
+    try #require(originals.count == 2, "\(originals)")
+    let (ranged, spooled) = (originals[0], originals[1])
+    #expect(spooled[0]?.contains("/norange/") == true && ranged[0]?.contains("/files/") == true)
+    #expect(spooled[1] == String(size) && spooled[2] == String(size) && spooled[3] == "t", "\(spooled)")
+    #expect(ranged[1] == String(size) && Int(ranged[2] ?? "") ?? size < size / 20, "\(ranged)")
+    #expect(spooled[4] != nil && spooled[4] == ranged[4], "the same index: \(originals)")
+    let peak = try #require(FaultyOriginWorkerTests.peakResidentKiB(worker.pid))
+    print("worker VmHWM with a \(size)-byte clip from an origin without ranges: \(peak) KiB")
+    #expect(peak < (256 + 64) * 1024, "peak RSS \(peak) KiB")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: spool.path) == [])
+    worker.send(SIGTERM)
+    #expect(await worker.waitForExit(timeout: 30) == 0)
+
+    // A spool too small for the file: too_large, with the option to raise.
+    try sql(database, "SELECT thumbs.enqueue($1)", [origin.url("/norange/big.mp4?small-spool")])
+    let totals = try await drainQueue(databaseURL: database, storage: storage) {
+      $0.maxSpoolBytes = 100 << 20
+      $0.spoolDirectory = spool.path
+    }
+    #expect(totals.failed == 1)
+    let failed = try sql(
+      database, "SELECT error_code, last_error FROM thumbs.jobs WHERE source_url LIKE '%small-spool'"
+    ).rows
+    #expect(
+      failed.first?[0] == "too_large" && failed.first?[1]?.contains("--max-spool-bytes") == true, "\(failed)")
+  }
 }
