@@ -38,12 +38,13 @@ public struct Validators: Sendable, Equatable {
 
 /// A downloaded original.
 public struct FetchedOriginal: Sendable {
-  public var bytes: [UInt8]
+  /// The whole file, or the parts of it read (a video read by ranges, or from the spool).
+  public var content: OriginalBytes
   public var contentType: String?
   public var effectiveURL: String
   public var validators: Validators
-  /// The bytes taken from the memory budget for `bytes`, given back when the last copy of this value is
-  /// gone (nil: no budget). Keep the value, not just `bytes`, for as long as the bytes are used.
+  /// The bytes taken from the memory budget for `content`, given back when the last copy of this value is
+  /// gone (nil: no budget). Keep the value, not just `content`, for as long as the bytes are used.
   public var hold: MemoryHold?
   /// Times the download paused because the memory budget had no room for its next bytes.
   public var memoryPauses = 0
@@ -65,10 +66,10 @@ public struct FetchedOriginal: Sendable {
   }
 
   public init(
-    bytes: [UInt8], contentType: String?, effectiveURL: String, validators: Validators,
+    content: OriginalBytes, contentType: String?, effectiveURL: String, validators: Validators,
     hold: MemoryHold? = nil, memoryPauses: Int = 0
   ) {
-    self.bytes = bytes
+    self.content = content
     self.contentType = contentType
     self.effectiveURL = effectiveURL
     self.validators = validators
@@ -119,9 +120,9 @@ public struct Fetcher: Sendable {
   public var sources: S3Sources?
   /// Decides the ranges of a video to read (nil: every original is read whole).
   public var rangePlanner: (any RangePlanner)?
-  /// Hash each body read whole as it arrives (`FetchedOriginal.sha256`), on the transfer thread between
-  /// reads of the socket, rather than in a pass of its own once it is in. Bodies read by ranges are
-  /// packed from several answers and are not.
+  /// Hash each body as it arrives (`FetchedOriginal.sha256`), on the transfer thread between reads of
+  /// the socket, rather than in a pass of its own once it is in. The hash of a video read by ranges
+  /// is dropped: no one read all of its bytes.
   public var hashesBodies = false
   /// Where a video over `limits.maxBytes` read whole goes (nil: such a video is too_large).
   public var spool: Spool?
@@ -184,7 +185,7 @@ public struct Fetcher: Sendable {
       let indexBytes = held.bytes(index)
     else { throw tooLarge }
     var parts = original
-    parts.bytes = held.packed
+    parts.content = .parts(held)
     parts.hold = MemoryHold.joining(original.hold, holds)
     // Every byte came from the origin: the hash of the whole file (when taken) is the file's.
     parts.ranges = RangedRead(
@@ -201,7 +202,7 @@ public struct Fetcher: Sendable {
   }
 
   /// A video read by ranges: its head, then what `planner` asks for (its index, its first keyframes),
-  /// packed as a RangedOriginal. An origin that answers the first range with the whole file (200) is
+  /// held as a RangedOriginal. An origin that answers the first range with the whole file (200) is
   /// read whole, under the byte cap; so is a file the planner cannot read by ranges.
   private func fetchByRanges(
     _ url: String, signed: SignedGet?, validators: Validators?, planner: any RangePlanner
@@ -216,7 +217,7 @@ public struct Fetcher: Sendable {
     // whole download: the parts' holds go with the head's.
     var holds: [MemoryHold] = []
     let outcome = try await RangedReading.run(
-      total: total, head: head.bytes, planner: planner, maxBytes: limits.maxBytes
+      total: total, head: head.content.head, planner: planner, maxBytes: limits.maxBytes
     ) { range async throws(JobError) in
       let (bytes, hold) = try await part(range, of: url, signed: signed, total: total)
       if let hold { holds.append(hold) }
@@ -227,7 +228,7 @@ public struct Fetcher: Sendable {
       guard let index = planner.index(in: held), let indexBytes = held.bytes(index) else {
         return try await get(url, signed: signed, validators: nil, range: nil).result
       }
-      head.bytes = held.packed
+      head.content = .parts(held)
       head.hold = MemoryHold.joining(head.hold, holds)
       head.sha256 = nil
       head.ranges = RangedRead(
@@ -245,7 +246,7 @@ public struct Fetcher: Sendable {
   ) async throws(JobError)
     -> FetchedOriginal
   {
-    guard let rangePlanner, let held = RangedOriginal(packed: original.bytes) else { return original }
+    guard let rangePlanner, let held = original.content.parts else { return original }
     return try await adding(rangePlanner.ranges(at: seconds, after: held), to: original, url: url)
   }
 
@@ -254,7 +255,7 @@ public struct Fetcher: Sendable {
   public func adding(
     _ ranges: [Range<Int>], to original: FetchedOriginal, url: String
   ) async throws(JobError) -> FetchedOriginal {
-    guard var held = RangedOriginal(packed: original.bytes) else { return original }
+    guard var held = original.content.parts else { return original }
     let wanted = ranges.filter { !held.holds($0) }
     guard !wanted.isEmpty else { return original }
     let signed = original.spooled == nil ? try signedGet(url) : nil
@@ -274,7 +275,7 @@ public struct Fetcher: Sendable {
       held.add(bytes, at: range.lowerBound)
     }
     var topped = original
-    topped.bytes = held.packed
+    topped.content = .parts(held)
     topped.hold = MemoryHold.joining(original.hold, holds)
     if topped.ranges?.spooled == false { topped.ranges?.bytesRead = held.bytesHeld }
     return topped
@@ -294,7 +295,7 @@ public struct Fetcher: Sendable {
         "\(SourceURL.shown(url)) answered bytes \(range.lowerBound)-\(range.upperBound - 1) with other bytes (did it change while read?)"
       )
     }
-    return (part.bytes, part.hold)
+    return (part.content.head, part.hold)
   }
 
   /// One GET (of `range`, when given), retrying transient failures within `limits.totalTimeout`: what it

@@ -225,8 +225,7 @@ public final class OriginalSource: Sendable {
       switch try await fetcher.fetch(url, revalidating: validators) {
       case .downloaded(var original):
         // Once, here: the originals row and the render key both use it, for every job of the URL.
-        if let hashing, original.sha256 == nil, original.ranges == nil {
-          let bytes = original.bytes
+        if let hashing, original.sha256 == nil, let bytes = original.content.whole {
           original.sha256 = await hashing.run { Digest.sha256Hex(bytes) }
         }
         result = .success((original, .downloaded))
@@ -254,7 +253,7 @@ public final class OriginalSource: Sendable {
         // A spooled original is not kept: it holds its file's disk, which the next download may need.
         if original.spooled == nil {
           state.cache.insert(
-            Cached(original: original, storedAt: .now), for: key, cost: original.bytes.count,
+            Cached(original: original, storedAt: .now), for: key, cost: original.content.count,
             evicted: &evicted)
         }
         if delivery == .revalidated {

@@ -168,7 +168,7 @@ final class Transfer: CurlTransfer, @unchecked Sendable {
     switch status {
     case 200..<300:
       var original = FetchedOriginal(
-        bytes: state.body, contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
+        content: .whole(state.body), contentType: easy.info(string: CURLINFO_CONTENT_TYPE),
         effectiveURL: fromObjectStorage ? url : easy.info(string: CURLINFO_EFFECTIVE_URL) ?? url,
         validators: validators,
         hold: state.reservation?.seal(), memoryPauses: state.memoryPauses)

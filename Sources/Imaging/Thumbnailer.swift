@@ -40,6 +40,29 @@ extension ContinuousClock.Instant {
   fileprivate var secondsSince: Double { duration(to: .now).inSeconds }
 }
 
+/// An original opened for a job (Thumbnailer.open): its bytes and its decoder, header read, handed from
+/// the job's admission to its render.
+///
+/// @unchecked Sendable: it passes from one task to the next, used by one at a time.
+public final class OpenedOriginal: @unchecked Sendable {
+  public let original: OriginalBytes
+  fileprivate var decoder: (any SourceDecoder)?
+
+  fileprivate init(_ original: OriginalBytes, decoder: any SourceDecoder) {
+    self.original = original
+    self.decoder = decoder
+  }
+
+  /// The original's format.
+  public var format: ImageFormat? { decoder?.header.format ?? original.format }
+
+  /// The decoder, once: a decode uses it up.
+  fileprivate func take() -> (any SourceDecoder)? {
+    defer { decoder = nil }
+    return decoder
+  }
+}
+
 public struct Thumbnailer: Sendable {
   /// Originals with more pixels than this are refused before any pixel buffer is allocated
   /// (decompression bombs: a few KB of file can claim 65000x65000).
@@ -47,6 +70,13 @@ public struct Thumbnailer: Sendable {
 
   public init(maxPixels: Int = 100_000_000) {
     self.maxPixels = maxPixels
+  }
+
+  /// Opens the original: its format sniffed, its decoder made and its header read, nothing large
+  /// allocated. What `probe` and `render` take, so that a job opens its original once from its
+  /// admission to its render. Blocks: call it from a BlockingPool thread.
+  public func open(_ original: OriginalBytes) throws(JobError) -> OpenedOriginal {
+    OpenedOriginal(original, decoder: try SourceDecoders.make(original, maxPixels: maxPixels))
   }
 
   /// The peak memory `render` is predicted to need for `data` (MemoryCostModel), from its header alone:
@@ -58,48 +88,20 @@ public struct Thumbnailer: Sendable {
   public func predictedPeak(
     of data: [UInt8], variants: [VariantSpec], economical: Bool = false
   ) -> MemoryEstimate? {
-    probe(data, variants: variants, economical: economical)?.estimate
+    guard let opened = try? open(.whole(data)) else { return nil }
+    return probe(opened, variants: variants, economical: economical)?.estimate
   }
 
   /// `predictedPeak`, with what the header says of a video (nil for a photo): what a job's row and
-  /// event carry even when the job fails before its render.
+  /// event carry even when the job fails before its render. Nil once `opened` was rendered.
   public func probe(
-    _ data: [UInt8], variants: [VariantSpec], economical: Bool = false
+    _ opened: OpenedOriginal, variants: [VariantSpec], economical: Bool = false
   ) -> (estimate: MemoryEstimate, media: MediaInfo?)? {
-    guard let format = ImageFormat.sniff(data) else { return nil }
+    guard let decoder = opened.decoder else { return nil }
     let margin = economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin
-    if format == .jpeg {
-      guard let frame = ImageProbe.jpegFrame(data), frame.size.pixels <= maxPixels else { return nil }
-      let orientation = data.withUnsafeBytes { ExifReader.jpegOrientation($0) } ?? .up
-      // An embedded profile that is not sRGB sends the outputs through RGB and lcms2.
-      let converts = JPEGSegments.iccProfile(data).map {
-        ColorTransformCache.shared.toSRGB(iccProfile: $0, model: frame.isRGB ? .rgb : .yCbCr) != nil
-      }
-      let estimate = MemoryCostModel.jpeg(
-        frame: frame, compressedBytes: data.count, orientation: orientation, variants: variants,
-        margin: margin, convertsColour: converts ?? false)
-      return (estimate, nil)
-    }
-    // Reading the other formats' headers takes their libraries (HEIF's size is deep in its boxes); it
-    // allocates no pixels.
-    guard let decoder = try? SourceDecoders.make(data, maxPixels: maxPixels) else { return nil }
-    let header = decoder.header
-    if let video = decoder as? VideoSource {
-      let estimate = MemoryCostModel.video(
-        stream: video.stream, stored: header.storedSize, orientation: header.orientation,
-        heldBytes: video.heldBytes,
-        toneMapped: video.toneMapped, variants: variants)
-      return (estimate, video.media)
-    }
-    // A plain lossy WebP ("VP8 " first) decodes row by row; lossless and extended files may not.
-    let rowByRowWebP = format == .webp && data.count > 16 && data[12..<16].elementsEqual("VP8 ".utf8)
-    let estimate = MemoryCostModel.interleavedDecode(
-      format: format, stored: header.storedSize, orientation: header.orientation, hasAlpha: header.hasAlpha,
-      compressedBytes: data.count, variants: variants, wholeImageCodec: !rowByRowWebP, margin: margin,
-      coded: (decoder as? HEIFSource)?.codedSize,
-      composedFrame: (decoder as? WebPSource)?.composedFrame,
-      frames: (decoder as? any AnimatedSource)?.frameCount ?? 1)
-    return (estimate, nil)
+    return (
+      decoder.estimate(variants: variants, margin: margin, fileBytes: opened.original.count), decoder.media
+    )
   }
 
   /// Decodes `data` once, at the smallest size that still serves the largest variant, and renders every
@@ -113,7 +115,15 @@ public struct Thumbnailer: Sendable {
   public func render(
     _ data: [UInt8], variants: [VariantSpec], economical: Bool = false, posterAt: Double? = nil
   ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
-    switch try render(data, variants: variants, economical: economical, posterAt: posterAt, asking: nil) {
+    try render(.whole(data), variants: variants, economical: economical, posterAt: posterAt)
+  }
+
+  /// `render` of an original held whole or in parts (a video's keyframes not held are passed over).
+  public func render(
+    _ original: OriginalBytes, variants: [VariantSpec], economical: Bool = false, posterAt: Double? = nil
+  ) throws(JobError) -> (SourceInfo, [RenderedVariant]) {
+    let opened = try open(original)
+    switch try render(opened, variants: variants, economical: economical, posterAt: posterAt, asking: nil) {
     case .rendered(let info, let variants): return (info, variants)
     case .wants: throw JobError(.internalError, "a poster search that may not ask for keyframes asked")
     }
@@ -127,27 +137,29 @@ public struct Thumbnailer: Sendable {
     case wants([Range<Int>], PosterSearch)
   }
 
-  /// `render`, for a caller that can read more of a video read by ranges: with `asking` (a search to
-  /// go on with, or a new one: `PosterSearch.start`), a keyframe of the poster window that is not held
-  /// is asked for rather than passed over, so that the poster is the one a whole read gives.
+  /// `render`, for an original opened already, and a caller that can read more of a video read by
+  /// ranges: with `asking` (a search to go on with, or a new one: `PosterSearch.start`), a keyframe of
+  /// the poster window that is not held is asked for rather than passed over, so that the poster is the
+  /// one a whole read gives. The decoder is used up: `opened` opens anew if rendered again.
   public func render(
-    _ data: [UInt8], variants: [VariantSpec], economical: Bool = false, posterAt: Double? = nil,
+    _ opened: OpenedOriginal, variants: [VariantSpec], economical: Bool = false, posterAt: Double? = nil,
     asking: PosterSearch?
   ) throws(JobError) -> Outcome {
     var timings = StageTimes(decode: 0, resize: 0, encode: 0)
     let mark = ContinuousClock.now
-    let decoder = try SourceDecoders.make(data, maxPixels: maxPixels)
-    if let video = decoder as? VideoSource {
-      video.posterAt = posterAt
-      video.asksForKeyframes = asking != nil && RangedOriginal.isPacked(data)
-      video.resuming = asking.flatMap { $0 == .start ? nil : $0 }
+    let decoder: any SourceDecoder
+    if let taken = opened.take() {
+      decoder = taken
+    } else {
+      decoder = try SourceDecoders.make(opened.original, maxPixels: maxPixels)
     }
+    decoder.searchPoster(at: posterAt, asking: asking)
     do {
       return try render(decoder, variants: variants, economical: economical, timings: &timings, since: mark)
     } catch {
       // A video that fails still says it was one.
       var failure = error
-      if failure.media == nil { failure.media = (decoder as? VideoSource)?.media }
+      if failure.media == nil { failure.media = decoder.media }
       throw failure
     }
   }
@@ -161,7 +173,7 @@ public struct Thumbnailer: Sendable {
     let decoded = try decoder.decode(
       requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants),
       margin: economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin)
-    if let (ranges, search) = (decoder as? VideoSource)?.wanted { return .wants(ranges, search) }
+    if let (ranges, search) = decoder.keyframesWanted { return .wants(ranges, search) }
     timings.decode = mark.secondsSince
     let output = OutputStage(
       color: decoded.color ?? header.color, model: decoded.image.model, coding: decoded.image.yCbCrCoding)
@@ -188,7 +200,7 @@ public struct Thumbnailer: Sendable {
     var made = try cascade.run(ordered, from: decoded.image, timings: &timings)
     // An animated original's animated variants: the stills above become animations. A still's work was
     // one frame's, and for a smart crop it chose the window the animation keeps.
-    if let source = decoder as? any AnimatedSource, source.frameCount > 1 {
+    if let source = decoder.animation {
       try Self.animate(
         source, cascade: cascade, analysis: made.analysis, rendered: &made.variants, timings: &timings)
     }
@@ -196,7 +208,7 @@ public struct Thumbnailer: Sendable {
       format: header.format, size: upright, orientation: orientation,
       decodeDenominator: decoded.denominator,
       reduction: decoded.reduction, hasAlpha: hasAlpha, thumbHash: made.thumbHash, timings: timings,
-      warnings: decoded.warnings, media: (decoder as? VideoSource)?.media)
+      warnings: decoded.warnings, media: decoder.media)
     return .rendered(info, made.variants.compactMap { $0 })
   }
 

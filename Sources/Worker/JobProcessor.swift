@@ -193,7 +193,7 @@ public struct JobProcessor: Sendable {
     defer { withExtendedLifetime(original) {} }
     var sourceHash = original.identity
     if let (reuse, spec) = reusing {
-      let bytes = original.bytes
+      let bytes = original.content.whole ?? []
       let hash: String
       if let known = sourceHash { hash = known } else { hash = await pool.run { Digest.sha256Hex(bytes) } }
       sourceHash = hash
@@ -216,13 +216,15 @@ public struct JobProcessor: Sendable {
       case .yielded(let cost): return .yielded(cost)
       }
       life.enter(.rendering)
-      let (thumbnailer, bytes, economical, asking) = (
-        self.thumbnailer, original.bytes, admission.economical, search
+      let (thumbnailer, content, opened, economical, asking) = (
+        self.thumbnailer, original.content, admission.opened, admission.economical, search
       )
       let outcome = await pool.run { () -> Result<Thumbnailer.Outcome, JobError> in
         Result { () throws(JobError) in
-          try thumbnailer.render(
-            bytes, variants: variants, economical: economical, posterAt: posterAt, asking: asking)
+          let source: OpenedOriginal
+          if let opened { source = opened } else { source = try thumbnailer.open(content) }
+          return try thumbnailer.render(
+            source, variants: variants, economical: economical, posterAt: posterAt, asking: asking)
         }
       }
       if let memory, admission.reserved { memory.release(admission.weight) }
@@ -292,6 +294,9 @@ public struct JobProcessor: Sendable {
     var reserved: Bool
     /// The decode keeps only the pixels the largest variant needs (the cheaper route).
     var economical: Bool
+    /// The original as the admission opened it, for the render to use (nil: opened again there,
+    /// after a wait for memory, during which an open decoder's copies would not be counted).
+    var opened: OpenedOriginal?
   }
 
   enum AdmissionResult {
@@ -308,27 +313,40 @@ public struct JobProcessor: Sendable {
   private func admit(
     _ original: FetchedOriginal, _ variants: [VariantSpec], life: JobLife
   ) async throws(JobError) -> AdmissionResult {
-    // Reading a header can take libheif or libspng and a copy of the file: on the pool.
-    let (thumbnailer, capacity, bytes) = (self.thumbnailer, memory?.capacity, original.bytes)
-    let (cost, economical, media) = await pool.run { () -> (Int, Bool, MediaInfo?) in
-      let probe = thumbnailer.probe(bytes, variants: variants)
+    // Opening the original takes its decoder and a copy of the file: on the pool.
+    let (thumbnailer, capacity, content) = (self.thumbnailer, memory?.capacity, original.content)
+    let (opened, cost, economical, media) = await pool.run {
+      () -> (OpenedOriginal?, Int, Bool, MediaInfo?) in
+      // One that does not open renders nothing: its render says why.
+      guard let opened = try? thumbnailer.open(content) else { return (nil, 0, false, nil) }
+      let probe = thumbnailer.probe(opened, variants: variants)
       let usual = probe?.estimate.total ?? 0
       // The cheaper route: a smaller decode that still has every pixel the variants need.
       if let capacity, usual > capacity,
-        let cheaper = thumbnailer.predictedPeak(of: bytes, variants: variants, economical: true)?.total,
+        let cheaper = thumbnailer.probe(opened, variants: variants, economical: true)?.estimate.total,
         cheaper < usual
       {
-        return (cheaper, true, probe?.media)
+        return (opened, cheaper, true, probe?.media)
       }
-      return (usual, false, probe?.media)
+      return (opened, usual, false, probe?.media)
     }
     let held = min(cost, original.hold?.bytes ?? 0)
     let weight = cost - held
     guard let memory, cost > 0 else {
-      return .admitted(Admission(weight: weight, reserved: false, economical: economical))
+      return .admitted(Admission(weight: weight, reserved: false, economical: economical, opened: opened))
     }
-    switch await memory.acquire(weight, held: held, whenQueued: { life.stepAside(.awaitingMemory) }) {
-    case .granted: return .admitted(Admission(weight: weight, reserved: true, economical: economical))
+    let queued = QueuedFlag()
+    let outcome = await memory.acquire(
+      weight, held: held,
+      whenQueued: {
+        queued.set()
+        life.stepAside(.awaitingMemory)
+      })
+    switch outcome {
+    case .granted:
+      return .admitted(
+        Admission(weight: weight, reserved: true, economical: economical, opened: queued.isSet ? nil : opened)
+      )
     case .cancelled: return .abandoned
     case .yield: return .yielded(cost)
     case .neverFits:
@@ -341,22 +359,29 @@ public struct JobProcessor: Sendable {
   }
 }
 
+/// Whether an admission had to wait for memory.
+private final class QueuedFlag: @unchecked Sendable {
+  private let flag = Mutex(false)
+  func set() { flag.withLock { $0 = true } }
+  var isSet: Bool { flag.withLock { $0 } }
+}
+
 extension OriginalRecord {
   /// The row for `original`, downloaded from `url`: hashes the bytes and reads the header. Blocks for a
   /// few milliseconds per megabyte: call it on the pool. The row names the URL's identity, with its
   /// secrets masked: a presigned URL's signature never reaches the table.
   init(url: String, _ original: FetchedOriginal) {
-    let format = ImageFormat.sniff(original.bytes)
+    let format = original.content.format
     // Read by ranges: the file's size and what was read of it, and no hash of bytes never read (a
     // spooled file's bytes were all read: its hash, when taken as it arrived, is the file's).
     self.init(
-      url: SourceURL.redacted(SourceURL.identity(url)), bytes: original.ranges?.total ?? original.bytes.count,
+      url: SourceURL.redacted(SourceURL.identity(url)), bytes: original.content.fileSize,
       sha256: original.ranges == nil
-        ? original.sha256 ?? Digest.sha256Hex(original.bytes)
+        ? original.sha256 ?? Digest.sha256Hex(original.content.whole ?? [])
         : original.ranges?.spooled == true ? original.sha256 : nil,
       contentType: original.contentType, etag: original.validators.etag,
       lastModified: original.validators.lastModified, format: format?.rawValue,
-      size: format.flatMap { ImageProbe.pixelSize(original.bytes, format: $0) },
+      size: format.flatMap { ImageProbe.pixelSize(original.content.head, format: $0) },
       bytesRead: original.ranges?.bytesRead, indexSHA256: original.ranges?.indexSHA256)
   }
 }

@@ -296,7 +296,9 @@ public final class Worker: Sendable {
   /// not fatal).
   private func originalsLog(writer: JobQueue, pool: BlockingPool) -> OriginalsLog {
     OriginalsLog { [logger, metrics, workerID = config.workerID] url, original, delivery in
-      if delivery == .downloaded { metrics.downloaded(bytes: original.bytes.count) }
+      if delivery == .downloaded {
+        metrics.downloaded(bytes: original.ranges?.bytesRead ?? original.content.count)
+      }
       let record = await pool.run { OriginalRecord(url: url, original) }
       do {
         try await writer.recordOriginal(record, revalidated: delivery == .revalidated, workerID: workerID)

@@ -17,9 +17,9 @@ struct ThumbnailCommand: ParsableCommand {
   @Flag(help: "print per-file timing") var verbose = false
   @Argument(help: "image files") var files: [String]
 
-  /// A file's bytes and its size: a video named so (.mp4, .mov, .m4v, .3gp) read by ranges, its index
-  /// and first keyframes, as the worker reads one from an origin (RangedOriginal); any other whole.
-  static func original(_ file: String) throws(JobError) -> (bytes: [UInt8], total: Int) {
+  /// A file's bytes: a video named so (.mp4, .mov, .m4v, .3gp) read by ranges, its index and first
+  /// keyframes, as the worker reads one from an origin (RangedOriginal); any other whole.
+  static func original(_ file: String) throws(JobError) -> OriginalBytes {
     guard let handle = FileHandle(forReadingAtPath: file) else {
       throw JobError(.notFound, "cannot read \(file)")
     }
@@ -37,19 +37,21 @@ struct ThumbnailCommand: ParsableCommand {
       throw JobError(.notFound, "cannot read \(file): \(error)")
     }
     guard SourceURL.readsByRanges(file), total > RangedReading.headBytes else {
-      return (try read(0..<total), total)
+      return .whole(try read(0..<total))
     }
     let step = try RangedReading.run(
       total: total, head: try read(0..<RangedReading.headBytes), planner: VideoRangePlanner(),
       maxBytes: Int.max,
       read: read)
-    guard case .done(let held) = step else { return (try read(0..<total), total) }
-    return (held.packed, total)
+    guard case .done(let held) = step else { return .whole(try read(0..<total)) }
+    return .parts(held)
   }
 
   /// A video read by ranges with `ranges` of `file` read too.
-  static func adding(_ ranges: [Range<Int>], to data: [UInt8], of file: String) throws(JobError) -> [UInt8] {
-    guard var held = RangedOriginal(packed: data), let handle = FileHandle(forReadingAtPath: file) else {
+  static func adding(
+    _ ranges: [Range<Int>], to original: OriginalBytes, of file: String
+  ) throws(JobError) -> OriginalBytes {
+    guard var held = original.parts, let handle = FileHandle(forReadingAtPath: file) else {
       throw JobError(.notFound, "cannot read \(file)")
     }
     defer { try? handle.close() }
@@ -61,7 +63,7 @@ struct ThumbnailCommand: ParsableCommand {
         throw JobError(.notFound, "cannot read \(file): \(error)")
       }
     }
-    return held.packed
+    return .parts(held)
   }
 
   func run() throws {
@@ -76,19 +78,19 @@ struct ThumbnailCommand: ParsableCommand {
     for (file, stem) in zip(files, OutputStems.assign(files)) {
       do {
         let t0 = Date()
-        var (data, total) = try Self.original(file)
+        var original = try Self.original(file)
         // A video read by ranges: the keyframes its poster search asks for are read too, as a worker
         // reads them from an origin.
-        var search: PosterSearch? = RangedOriginal.isPacked(data) ? .start : nil
+        var search: PosterSearch? = original.parts != nil ? .start : nil
         var rendered: (SourceInfo, [RenderedVariant])?
         while rendered == nil {
-          switch try thumbnailer.render(data, variants: spec.variants, asking: search) {
+          switch try thumbnailer.render(thumbnailer.open(original), variants: spec.variants, asking: search) {
           case .rendered(let info, let variants): rendered = (info, variants)
           case .wants(let ranges, let next):
-            let more = try Self.adding(ranges, to: data, of: file)
+            let more = try Self.adding(ranges, to: original, of: file)
             // Nothing more could be read: the search passes over what it lacks.
-            search = more.count == data.count ? nil : next
-            data = more
+            search = more.count == original.count ? nil : next
+            original = more
           }
         }
         guard let (info, variants) = rendered else { continue }
@@ -108,7 +110,8 @@ struct ThumbnailCommand: ParsableCommand {
             "\(file): \(info.format.rawValue) \(info.size) orientation \(info.orientation.rawValue) "
               + "decoded \(info.reduction)\(info.hasAlpha ? " alpha" : "") \(ms) ms "
               + "(decode \(stages[0]), resize \(stages[1]), encode \(stages[2])) thumbhash \(info.thumbHash)"
-              + (data.count != total ? " read \(data.count) of \(total) bytes" : "")
+              + (original.count != original.fileSize
+                ? " read \(original.count) of \(original.fileSize) bytes" : "")
               + variants.filter { $0.frames > 1 }.map { " \($0.name): \($0.frames) frames" }.joined()
           )
         }

@@ -147,7 +147,7 @@ struct VideoRangeTests {
       held.bytesHeld <= RangedReading.headBytes + bytes.count / 20,
       "\(name): \(held.bytesHeld) of \(bytes.count) bytes")
     let whole = try Thumbnailer().render(bytes, variants: Profile.default.variants)
-    let parts = try Thumbnailer().render(held.packed, variants: Profile.default.variants)
+    let parts = try Thumbnailer().render(.parts(held), variants: Profile.default.variants)
     #expect(parts.0.thumbHash == whole.0.thumbHash && parts.0.size == whole.0.size)
     #expect(parts.1.map(\.data) == whole.1.map(\.data), "\(name): the same poster, byte for byte")
   }
@@ -160,7 +160,9 @@ struct VideoRangeTests {
     var held = held
     var search = PosterSearch.start
     for _ in 0..<8 {
-      switch try Thumbnailer().render(held.packed, variants: Profile.default.variants, asking: search) {
+      switch try Thumbnailer().render(
+        Thumbnailer().open(.parts(held)), variants: Profile.default.variants, asking: search)
+      {
       case .rendered(let info, let variants): return ((info, variants), held.bytesHeld)
       case .wants(let ranges, let next):
         for range in ranges { held.add(Array(bytes[range]), at: range.lowerBound) }
@@ -188,7 +190,7 @@ struct VideoRangeTests {
     // of a long clip, the same few (bench/video).
     #expect(bytesHeld <= RangedReading.headBytes + bytes.count / 8, "\(bytesHeld) of \(bytes.count)")
     // Passing over what it does not hold (as before), the search would have taken a black keyframe.
-    let passedOver = try Thumbnailer().render(held.packed, variants: Profile.default.variants)
+    let passedOver = try Thumbnailer().render(.parts(held), variants: Profile.default.variants)
     #expect(passedOver.0.thumbHash != whole.0.thumbHash)
   }
 
@@ -242,7 +244,7 @@ struct VideoRangeTests {
     #expect(wanted.count == 1)
     for range in wanted { held.add(Array(long[range]), at: range.lowerBound) }
     #expect(planner.ranges(at: 15.5, after: held).isEmpty)
-    let ranged = try Thumbnailer().render(held.packed, variants: Profile.default.variants, posterAt: 15.5)
+    let ranged = try Thumbnailer().render(.parts(held), variants: Profile.default.variants, posterAt: 15.5)
     let whole = try Thumbnailer().render(long, variants: Profile.default.variants, posterAt: 15.5)
     #expect(ranged.0.reduction.hasPrefix("keyframe at 15000 ms"), "\(ranged.0.reduction)")
     #expect(ranged.0.thumbHash == whole.0.thumbHash)

@@ -17,17 +17,15 @@ struct RangedOriginalTests {
     #expect(held.bytesHeld == 60)
   }
 
-  @Test func thePackedFormRoundTripsAndRefusesWhatIsMalformed() {
-    let held = RangedOriginal(total: 1000, parts: [(0, [1, 2, 3]), (500, [4, 5]), (998, [6, 7])])
-    let packed = held.packed
-    #expect(RangedOriginal.isPacked(packed) && RangedOriginal(packed: packed) == held)
-    #expect(RangedOriginal.head(of: packed) == [1, 2, 3])
-    #expect(RangedOriginal(packed: Array(packed.dropLast())) == nil, "a part cut short")
-    var past = RangedOriginal(total: 10, parts: [(8, [1, 2])]).packed
-    past[RangedOriginal.magic.count] = 9  // total 9: the part ends past it
-    #expect(RangedOriginal(packed: past) == nil)
-    #expect(
-      ImageFormat.sniff(RangedOriginal(total: 10, parts: [(0, [0xFF, 0xD8, 0xFF, 0xE0])]).packed) == .jpeg)
+  @Test func anOriginalInPartsIsToldApartByItsHead() {
+    let held = RangedOriginal(total: 1000, parts: [(0, [0xFF, 0xD8, 0xFF, 0xE0]), (500, [4, 5])])
+    let original = OriginalBytes.parts(held)
+    #expect(original.head == [0xFF, 0xD8, 0xFF, 0xE0] && original.format == .jpeg)
+    #expect(original.count == 6 && original.fileSize == 1000 && original.whole == nil)
+    // Without its head, nothing tells what it is.
+    let headless = OriginalBytes.parts(RangedOriginal(total: 1000, parts: [(500, [4, 5])]))
+    #expect(headless.head == [] && headless.format == nil)
+    #expect(OriginalBytes.whole([1, 2]).fileSize == 2 && OriginalBytes.whole([1, 2]).parts == nil)
   }
 
   /// A planner that asks for the next 10 bytes until it holds 30.

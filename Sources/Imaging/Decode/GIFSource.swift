@@ -41,6 +41,7 @@ final class GIFSource: AnimatedSource {
   deinit { thumbd_gif_close(gif) }
 
   var frameCount: Int { structure.frames }
+  var animation: (any AnimatedSource)? { frameCount > 1 ? self : nil }
   /// In WebP's terms, the times it plays: without a loop block a browser plays a GIF once; with one of N
   /// (not 0, for ever) it plays N + 1 times, as Chrome and Firefox do (and gif2webp converts).
   var loopCount: Int {

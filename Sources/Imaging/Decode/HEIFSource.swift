@@ -16,6 +16,10 @@ final class HEIFSource: SourceDecoder {
   /// the cost model go by this, not by the displayed size, so a huge picture cropped to a few pixels
   /// cannot slip through.
   let codedSize: PixelSize
+
+  func estimate(variants: [VariantSpec], margin: Double, fileBytes: Int) -> MemoryEstimate {
+    interleavedEstimate(variants: variants, margin: margin, fileBytes: fileBytes, coded: codedSize)
+  }
   private let file: OwnedBytes
   private let context: OpaquePointer
   private let primary: OpaquePointer

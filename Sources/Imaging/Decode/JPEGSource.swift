@@ -26,6 +26,21 @@ struct JPEGSource: SourceDecoder {
       color: icc.map { .icc($0) } ?? .unspecified)
   }
 
+  func estimate(variants: [VariantSpec], margin: Double, fileBytes: Int) -> MemoryEstimate {
+    guard let frame = ImageProbe.jpegFrame(data) else {
+      return interleavedEstimate(variants: variants, margin: margin, fileBytes: fileBytes)
+    }
+    // An embedded profile that is not sRGB sends the outputs through RGB and lcms2.
+    var converts = false
+    if case .icc(let profile) = header.color {
+      converts =
+        ColorTransformCache.shared.toSRGB(iccProfile: profile, model: frame.isRGB ? .rgb : .yCbCr) != nil
+    }
+    return MemoryCostModel.jpeg(
+      frame: frame, compressedBytes: fileBytes, orientation: header.orientation, variants: variants,
+      margin: margin, convertsColour: converts)
+  }
+
   func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource {
     let denominator = RenderPlanner.decodeDenominator(requiredScale: requiredScale, margin: margin)
     let result = data.withUnsafeBytes { bytes in

@@ -39,12 +39,52 @@ struct DecodedSource {
 }
 
 /// One format's decoder, holding the file. `header` is read at creation; `decode` allocates the pixels.
+/// What the pipeline needs of a format it asks here, never of a decoder's type.
 protocol SourceDecoder {
   var header: SourceHeader { get }
   /// Decodes at the smallest size that keeps `requiredScale` (output pixels per upright original pixel,
   /// the largest any variant needs) times `margin` (RenderPlanner.reductionMargin, or economicalMargin
   /// when memory is short). Blocks.
   func decode(requiredScale: Double, margin: Double) throws(JobError) -> DecodedSource
+  /// The peak memory a decode with `margin` and the render of `variants` are predicted to take, from
+  /// the header alone (MemoryCostModel): an upper bound. `fileBytes`: the bytes of the file held.
+  func estimate(variants: [VariantSpec], margin: Double, fileBytes: Int) -> MemoryEstimate
+  /// What the job's row and event say of the original beyond its format and size (a video's facts);
+  /// nil for a photo.
+  var media: MediaInfo? { get }
+  /// Its frames, when it holds an animation of more than one (nil: a still).
+  var animation: (any AnimatedSource)? { get }
+  /// How the next `decode` picks a poster, for an original whose picture is one of many (a video): at
+  /// or before `at` seconds (nil: PosterChoice's rule); `asking`, a search that may stop for keyframes
+  /// it does not hold (nil: they are passed over), resumed where it stopped unless it is `.start`.
+  func searchPoster(at: Double?, asking: PosterSearch?)
+  /// The keyframes the last `decode` stopped for, and the search to resume (nil: it decoded its
+  /// picture).
+  var keyframesWanted: ([Range<Int>], PosterSearch)? { get }
+}
+
+extension SourceDecoder {
+  var media: MediaInfo? { nil }
+  var animation: (any AnimatedSource)? { nil }
+  func searchPoster(at: Double?, asking: PosterSearch?) {}
+  var keyframesWanted: ([Range<Int>], PosterSearch)? { nil }
+
+  func estimate(variants: [VariantSpec], margin: Double, fileBytes: Int) -> MemoryEstimate {
+    interleavedEstimate(variants: variants, margin: margin, fileBytes: fileBytes)
+  }
+
+  /// MemoryCostModel.interleavedDecode for this decoder's header, with what the decoder knows of its
+  /// codec's buffers.
+  func interleavedEstimate(
+    variants: [VariantSpec], margin: Double, fileBytes: Int, wholeImageCodec: Bool = true,
+    coded: PixelSize? = nil, composedFrame: PixelSize? = nil
+  ) -> MemoryEstimate {
+    MemoryCostModel.interleavedDecode(
+      format: header.format, stored: header.storedSize, orientation: header.orientation,
+      hasAlpha: header.hasAlpha, compressedBytes: fileBytes, variants: variants,
+      wholeImageCodec: wholeImageCodec, margin: margin, coded: coded, composedFrame: composedFrame,
+      frames: animation?.frameCount ?? 1)
+  }
 }
 
 /// A copy of a file in memory that C decoders may point into for as long as they live (an Array's
@@ -52,11 +92,20 @@ protocol SourceDecoder {
 final class OwnedBytes: @unchecked Sendable {
   let buffer: UnsafeMutableRawBufferPointer
 
-  init(_ bytes: [UInt8]) {
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 16)
-    bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+  convenience init(_ bytes: [UInt8]) {
+    self.init(joining: [bytes])
+  }
+
+  /// Several arrays one after another (a video's parts).
+  init(joining pieces: [[UInt8]]) {
+    count = pieces.reduce(0) { $0 + $1.count }
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, count), alignment: 16)
+    var at = 0
+    for piece in pieces {
+      piece.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[at...]).copyMemory(from: $0) }
+      at += piece.count
+    }
     self.buffer = buffer
-    count = bytes.count
   }
 
   let count: Int
@@ -66,11 +115,20 @@ final class OwnedBytes: @unchecked Sendable {
 }
 
 enum SourceDecoders {
-  /// The decoder for `data`'s format, as sniffed from its bytes, with the header read and the pixel
-  /// count checked against `maxPixels`.
-  static func make(_ data: [UInt8], maxPixels: Int) throws(JobError) -> any SourceDecoder {
-    guard let format = ImageFormat.sniff(data) else {
+  /// The decoder for the original's format, as sniffed from its bytes, with the header read and the
+  /// pixel count checked against `maxPixels`.
+  static func make(_ original: OriginalBytes, maxPixels: Int) throws(JobError) -> any SourceDecoder {
+    guard let format = original.format else {
       throw JobError(.unsupportedFormat, "the bytes are not an image format thumbd knows")
+    }
+    guard format.decodes else {
+      throw JobError(.unsupportedFormat, "\(format.rawValue) originals are not supported")
+    }
+    guard let data = original.whole else {
+      guard format.readsByRanges else {
+        throw JobError(.internalError, "a \(format.rawValue) original was read in parts")
+      }
+      return try checked(VideoSource(original, maxPixels: maxPixels), maxPixels: maxPixels)
     }
     let decoder: any SourceDecoder
     switch format {
@@ -78,12 +136,23 @@ enum SourceDecoders {
     case .heif, .avif: decoder = try HEIFSource(data, format: format, maxPixels: maxPixels)
     case .png: decoder = try PNGSource(data)
     case .webp: decoder = try WebPSource(data)
-    case .video: decoder = try VideoSource(data, maxPixels: maxPixels)
+    case .video: decoder = try VideoSource(original, maxPixels: maxPixels)
     case .gif: decoder = try GIFSource(data, maxPixels: maxPixels)
     case .jxl: decoder = try JXLSource(data, maxPixels: maxPixels)
     case .tiff, .bmp:
       throw JobError(.unsupportedFormat, "\(format.rawValue) originals are not supported")
     }
+    return try checked(decoder, maxPixels: maxPixels)
+  }
+
+  /// The decoder for a whole file.
+  static func make(_ data: [UInt8], maxPixels: Int) throws(JobError) -> any SourceDecoder {
+    try make(.whole(data), maxPixels: maxPixels)
+  }
+
+  private static func checked(
+    _ decoder: any SourceDecoder, maxPixels: Int
+  ) throws(JobError) -> any SourceDecoder {
     let size = decoder.header.storedSize
     guard size.pixels <= maxPixels else {
       throw JobError(.tooLarge, "\(size) is \(size.pixels) pixels, over the limit of \(maxPixels)")

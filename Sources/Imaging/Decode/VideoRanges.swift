@@ -98,23 +98,18 @@ public struct VideoRangePlanner: RangePlanner {
   /// Where the index puts the keyframes up to `until` seconds, or nil when the container cannot be
   /// opened or has no index to read.
   static func keyframes(in held: RangedOriginal, until: Double) -> [Range<Int>]? {
-    let packed = held.packed
-    guard let layout = RangedOriginal.layout(of: packed) else { return nil }
-    return packed.withUnsafeBufferPointer { buffer -> [Range<Int>]? in
-      guard let base = buffer.baseAddress else { return nil }
-      let parts = layout.parts.map {
-        thumbd_video_part(offset: Int64($0.offset), length: Int64($0.length), data: base + $0.start)
-      }
-      var handle: OpaquePointer?
-      var info = thumbd_video_info()
-      var message = [CChar](repeating: 0, count: 128)
+    let file = VideoFile(.parts(held))
+    var handle: OpaquePointer?
+    var info = thumbd_video_info()
+    var message = [CChar](repeating: 0, count: 128)
+    return withExtendedLifetime(file.storage) { () -> [Range<Int>]? in
       guard
         thumbd_video_open(
-          parts, Int32(parts.count), Int64(layout.total), &handle, &info, &message, message.count)
+          file.parts, Int32(file.parts.count), Int64(file.total), &handle, &info, &message, message.count)
           == 0
       else { return nil }
       defer { thumbd_video_close(handle) }
-      return keyframes(of: handle, until: until, total: layout.total)
+      return keyframes(of: handle, until: until, total: file.total)
     }
   }
 
@@ -136,5 +131,31 @@ public struct VideoRangePlanner: RangePlanner {
       guard start >= 0, length > 0, start <= total - length else { return nil }
       return start..<(start + length)
     }
+  }
+}
+
+/// A video's bytes as CVideoDecoder reads them: the parts held (the whole file is one), in one buffer
+/// that lives as long as `storage`, each with its offset in the file.
+struct VideoFile {
+  let storage: OwnedBytes
+  let parts: [thumbd_video_part]
+  /// The file's size.
+  let total: Int
+
+  init(_ original: OriginalBytes) {
+    let pieces: [(offset: Int, bytes: [UInt8])] =
+      switch original {
+      case .whole(let bytes): [(0, bytes)]
+      case .parts(let held): held.parts
+      }
+    storage = OwnedBytes(joining: pieces.map(\.bytes))
+    let base = storage.pointer.assumingMemoryBound(to: UInt8.self)
+    var start = 0
+    parts = pieces.map { piece in
+      defer { start += piece.bytes.count }
+      return thumbd_video_part(
+        offset: Int64(piece.offset), length: Int64(piece.bytes.count), data: base + start)
+    }
+    total = original.fileSize
   }
 }

@@ -32,26 +32,15 @@ final class VideoSource: SourceDecoder {
   private var posterBits = 0
   private var posterTransfer = 0
 
-  init(_ data: [UInt8], maxPixels: Int, budget: Duration = .seconds(30)) throws(JobError) {
-    bytes = OwnedBytes(data)
+  init(_ original: OriginalBytes, maxPixels: Int, budget: Duration = .seconds(30)) throws(JobError) {
+    let file = VideoFile(original)
+    bytes = file.storage
     self.budget = budget
     var info = thumbd_video_info()
     var handle: OpaquePointer?
     var message = [CChar](repeating: 0, count: 256)
-    let base = bytes.pointer.assumingMemoryBound(to: UInt8.self)
-    let parts: [thumbd_video_part]
-    let total: Int
-    if let layout = RangedOriginal.layout(of: data) {
-      total = layout.total
-      parts = layout.parts.map {
-        thumbd_video_part(offset: Int64($0.offset), length: Int64($0.length), data: base + $0.start)
-      }
-    } else if RangedOriginal.isPacked(data) {
-      throw JobError(.internalError, "a video read by ranges was packed wrongly")
-    } else {
-      total = data.count
-      parts = [thumbd_video_part(offset: 0, length: Int64(data.count), data: base)]
-    }
+    let parts = file.parts
+    let total = file.total
     totalBytes = total
     held = parts.map { Int($0.offset)..<Int($0.offset + $0.length) }
     let status = thumbd_video_open(
@@ -87,7 +76,7 @@ final class VideoSource: SourceDecoder {
       indexEntries: Int(info.index_entries))
     facts = VideoFacts(
       duration: info.duration >= 0 ? info.duration : nil, codec: codec,
-      container: Self.containerName(RangedOriginal.head(of: data) ?? data, demuxer: container),
+      container: Self.containerName(original.head, demuxer: container),
       codedSize: coded,
       bitDepth: Int(info.bit_depth),
       transfer: Int(info.color_trc))
@@ -97,7 +86,27 @@ final class VideoSource: SourceDecoder {
       color: Self.color(primaries: Int(info.color_primaries)))
   }
 
+  /// A whole file.
+  convenience init(_ data: [UInt8], maxPixels: Int, budget: Duration = .seconds(30)) throws(JobError) {
+    try self.init(.whole(data), maxPixels: maxPixels, budget: budget)
+  }
+
   deinit { thumbd_video_close(video) }
+
+  var media: MediaInfo? { videoFacts }
+  var keyframesWanted: ([Range<Int>], PosterSearch)? { wanted }
+
+  func searchPoster(at seconds: Double?, asking: PosterSearch?) {
+    posterAt = seconds
+    asksForKeyframes = asking != nil && totalBytes > heldBytes
+    resuming = asking.flatMap { $0 == .start ? nil : $0 }
+  }
+
+  func estimate(variants: [VariantSpec], margin: Double, fileBytes: Int) -> MemoryEstimate {
+    MemoryCostModel.video(
+      stream: stream, stored: header.storedSize, orientation: header.orientation, heldBytes: heldBytes,
+      toneMapped: toneMapped, variants: variants)
+  }
 
   static func codec(named name: String) -> VideoStreamShape.Codec {
     switch name {
@@ -135,7 +144,7 @@ final class VideoSource: SourceDecoder {
   }
 
   /// What the job's row and event say about the video: its poster's upright size.
-  var media: MediaInfo {
+  var videoFacts: MediaInfo {
     MediaInfo(
       durationSeconds: facts.duration.map { ($0 * 1000).rounded() / 1000 }, width: header.uprightSize.width,
       height: header.uprightSize.height, codec: facts.codec, container: facts.container,

@@ -17,6 +17,16 @@ final class WebPSource: AnimatedSource {
   /// its bitstream is decoded alone, scaled like a still.
   let composedFrame: PixelSize?
   var composesOnCanvas: Bool { composedFrame != nil }
+  var animation: (any AnimatedSource)? { frameCount > 1 ? self : nil }
+
+  func estimate(variants: [VariantSpec], margin: Double, fileBytes: Int) -> MemoryEstimate {
+    // A plain lossy WebP ("VP8 " first) decodes row by row; lossless and extended files may not.
+    let rowByRow =
+      file.count > 16 && UnsafeRawBufferPointer(start: file.pointer + 12, count: 4).elementsEqual("VP8 ".utf8)
+    return interleavedEstimate(
+      variants: variants, margin: margin, fileBytes: fileBytes, wholeImageCodec: !rowByRow,
+      composedFrame: composedFrame)
+  }
   let frameCount: Int
   let loopCount: Int
 

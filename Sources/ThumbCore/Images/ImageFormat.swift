@@ -17,8 +17,6 @@ public enum ImageFormat: String, Sendable, CaseIterable {
 
   /// The format the bytes begin like, or nil when they look like no image we know.
   public static func sniff(_ bytes: [UInt8]) -> ImageFormat? {
-    // A video read by ranges (RangedOriginal): its head tells.
-    if RangedOriginal.isPacked(bytes) { return RangedOriginal.head(of: bytes).flatMap(sniff) }
     for traits in MediaFormats.table {
       for signature in traits.signatures where signature.matches(bytes) {
         // A signature short enough to begin other files claims the bytes even when too few to tell:

@@ -1,12 +1,6 @@
 /// Parts of a large original read by ranges (a video's head, its index and the keyframes a poster may
-/// come from), packed into one byte array so that it travels where a whole original does: through the
-/// download cache, the memory budget, hashing for render reuse and the decoder.
-///
-/// Layout: the magic, the original's total size, the number of parts, each part's offset and length
-/// (little-endian 64-bit), then the parts' bytes in that order.
+/// come from), each at its offset in a file of known size.
 public struct RangedOriginal: Sendable, Equatable {
-  public static let magic = Array("thumbd-ranges\u{1}".utf8)
-
   /// The original's full size in bytes.
   public var total: Int
   /// Parts by offset, not overlapping.
@@ -91,71 +85,8 @@ public struct RangedOriginal: Sendable, Equatable {
     return out
   }
 
-  /// The packed form.
-  public var packed: [UInt8] {
-    var out = Self.magic
-    out.reserveCapacity(Self.magic.count + 12 + parts.count * 16 + bytesHeld)
-    func append64(_ v: Int) { withUnsafeBytes(of: UInt64(v).littleEndian) { out += $0 } }
-    append64(total)
-    withUnsafeBytes(of: UInt32(parts.count).littleEndian) { out += $0 }
-    for part in parts {
-      append64(part.offset)
-      append64(part.bytes.count)
-    }
-    for part in parts { out += part.bytes }
-    return out
-  }
-
-  public static func isPacked(_ bytes: [UInt8]) -> Bool {
-    bytes.count >= magic.count && bytes[0..<magic.count].elementsEqual(magic)
-  }
-
-  /// Where each part lies in a packed array: (offset in the original, start in `bytes`, length); nil
-  /// when `bytes` is not a well-formed pack.
-  public static func layout(
-    of bytes: [UInt8]
-  ) -> (total: Int, parts: [(offset: Int, start: Int, length: Int)])? {
-    guard isPacked(bytes), bytes.count >= magic.count + 12 else { return nil }
-    func read(_ at: Int, _ width: Int) -> Int {
-      var v: UInt64 = 0
-      for i in 0..<width { v |= UInt64(bytes[at + i]) << (8 * UInt64(i)) }
-      return v > UInt64(Int.max) ? -1 : Int(v)
-    }
-    let total = read(magic.count, 8)
-    let count = read(magic.count + 8, 4)
-    let table = magic.count + 12
-    guard total >= 0, count >= 0, count <= (bytes.count - table) / 16 else { return nil }
-    var start = table + count * 16
-    var parts: [(offset: Int, start: Int, length: Int)] = []
-    var end = 0
-    for i in 0..<count {
-      let offset = read(table + i * 16, 8)
-      let length = read(table + i * 16 + 8, 8)
-      guard offset >= end, length > 0, length <= bytes.count - start, offset <= total - length else {
-        return nil
-      }
-      parts.append((offset, start, length))
-      start += length
-      end = offset + length
-    }
-    guard start == bytes.count else { return nil }
-    return (total, parts)
-  }
-
-  /// A packed array, parsed back.
-  public init?(packed bytes: [UInt8]) {
-    guard let layout = Self.layout(of: bytes) else { return nil }
-    total = layout.total
-    parts = layout.parts.map { ($0.offset, Array(bytes[$0.start..<($0.start + $0.length)])) }
-  }
-
   /// The part at offset 0 (the file's head), where formats are told apart.
-  public static func head(of bytes: [UInt8]) -> [UInt8]? {
-    guard let layout = layout(of: bytes), let first = layout.parts.first, first.offset == 0 else {
-      return nil
-    }
-    return Array(bytes[first.start..<(first.start + first.length)])
-  }
+  public var head: [UInt8]? { parts.first.flatMap { $0.offset == 0 ? $0.bytes : nil } }
 }
 
 /// Decides which byte ranges of a large original to read next, from what has been read so far: a

@@ -45,10 +45,10 @@ struct DownloadMemoryTests {
       gate.give(other)
       return try await download.value
     }()
-    #expect(original?.bytes.count == fixture.photoBytes)
+    #expect(original?.content.whole?.count == fixture.photoBytes)
     #expect((original?.memoryPauses ?? 0) >= 1)
     // A chunk refused for want of memory is delivered again: hashed once, when it is kept.
-    #expect(original.map { $0.sha256 == Digest.sha256Hex($0.bytes) } == true)
+    #expect(original.map { $0.sha256 == Digest.sha256Hex($0.content.whole ?? []) } == true)
     let held = try #require(original?.hold?.bytes)
     #expect(held >= fixture.photoBytes && held <= fixture.photoBytes + 256 * 1024, "\(held)")
     #expect(gate.inUse == held)

@@ -40,7 +40,7 @@ struct FetchFaultTests {
     let elapsed = Date().timeIntervalSince(started)
     switch (result, expectation.code) {
     case (.success(let original), nil):
-      #expect(original.bytes.count == fixture.photoBytes, "\(expectation)")
+      #expect(original.content.whole?.count == fixture.photoBytes, "\(expectation)")
     case (.failure(let error), let code?):
       #expect(error.code == code, "\(expectation): \(error)")
       #expect(!error.message.isEmpty)

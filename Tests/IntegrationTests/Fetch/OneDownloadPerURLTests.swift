@@ -166,7 +166,7 @@ struct OneDownloadPerURLTests {
       for _ in 0..<5 {
         group.addTask {
           let (original, delivery) = try await source.original(for: url)
-          #expect(original.bytes.count == fixture.photoBytes)
+          #expect(original.content.whole?.count == fixture.photoBytes)
           return delivery
         }
       }
@@ -194,7 +194,7 @@ struct OneDownloadPerURLTests {
     try await Task.sleep(for: .milliseconds(200))
     quitter.cancel()
     let (original, delivery) = try await stayer.value
-    #expect(original.bytes.count == fixture.photoBytes)
+    #expect(original.content.whole?.count == fixture.photoBytes)
     #expect(delivery == .sharedDownload)
     #expect(await (try? quitter.value) == nil, "the cancelled waiter fails")
     #expect(try await fixture.origin.requestCount("/slow/photo.jpg") == 1)
@@ -223,7 +223,7 @@ struct OneDownloadPerURLTests {
     source.prefetch(url)  // already on its way: nothing more
     try await Task.sleep(for: .milliseconds(100))
     let (original, delivery) = try await source.original(for: url)
-    #expect(original.bytes.count == fixture.photoBytes)
+    #expect(original.content.whole?.count == fixture.photoBytes)
     #expect(delivery == .downloaded)
     #expect(try await fixture.origin.requestCount("/slow/photo.jpg") == 1)
     #expect(source.counters == OriginalSource.Counters(downloads: 1))
@@ -240,7 +240,7 @@ struct OneDownloadPerURLTests {
     source.prefetch(orphan)
     try await Task.sleep(for: .milliseconds(500))
     let dropped = try #require(source.forgetPrefetch(orphan))
-    #expect(dropped.1 == .downloaded && dropped.0.bytes.count == fixture.photoBytes)
+    #expect(dropped.1 == .downloaded && dropped.0.content.whole?.count == fixture.photoBytes)
     #expect(source.forgetPrefetch(orphan) == nil, "handed back once")
 
     // The origin answers 429 + Retry-After to the first GET only: the job gets that answer, not the file
@@ -283,7 +283,7 @@ struct OneDownloadPerURLTests {
     let first = try await source.original(for: url)
     let second = try await source.original(for: url)
     #expect(first.1 == .downloaded && second.1 == .revalidated)
-    #expect(first.0.bytes == second.0.bytes)
+    #expect(first.0.content == second.0.content)
     #expect(first.0.validators.etag != nil)
     #expect(try await fixture.origin.requestCount("/files/photo.jpg") == 2, "the second GET answered 304")
 

@@ -58,7 +58,7 @@ struct SpoolTests {
       #expect(fetched.ranges?.spooled == true && fetched.ranges?.total == whole.count)
       #expect(fetched.ranges?.bytesRead == whole.count)
       #expect(fetched.sha256 == Digest.sha256Hex(whole))
-      let held = try #require(RangedOriginal(packed: fetched.bytes))
+      let held = try #require(fetched.content.parts)
       #expect(held.bytesHeld < whole.count / 4 && held.bytesHeld <= limits.maxBytes, "\(held.bytesHeld)")
       for part in held.parts {
         #expect(Array(whole[part.offset..<(part.offset + part.bytes.count)]) == part.bytes)
@@ -70,7 +70,7 @@ struct SpoolTests {
       let requests = try await origin.requestCount("/norange/long-index-at-end.mp4")
       let more = try await fetcher.adding(
         [(whole.count / 2)..<(whole.count / 2 + 1000)], to: fetched, url: "x")
-      #expect(RangedOriginal(packed: more.bytes)?.holds((whole.count / 2)..<(whole.count / 2 + 1000)) == true)
+      #expect(more.content.parts?.holds((whole.count / 2)..<(whole.count / 2 + 1000)) == true)
       #expect(try await origin.requestCount("/norange/long-index-at-end.mp4") == requests)
     }
     #expect(spool.bytesInUse == 0 && gate.inUse == 0)

@@ -174,7 +174,7 @@ extension TestOrigin {
   /// A number the origin's control endpoint at `path` answers, under `key`.
   func count(at path: String, key: String = "count") async throws -> Int {
     let fetcher = Fetcher(limits: FetchLimits(), addressPolicy: try AddressPolicy(allowList: "127.0.0.1"))
-    let body = try await fetcher.fetch(url(path)).bytes
+    let body = try await fetcher.fetch(url(path)).content.head
     let json = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
     return json?[key] as? Int ?? -1
   }
