@@ -41,7 +41,7 @@ SELECT json_build_object(
     WHERE v.job_id IN (SELECT id FROM thumbs.jobs ORDER BY id DESC LIMIT :limit)),
   'jobs', coalesce((SELECT json_agg(row_to_json(x) ORDER BY x.state <> 'failed', x.id) FROM (
     SELECT j.id, j.source_url, j.profile, j.state, j.attempts, j.max_attempts, j.error_code,
-           j.last_error, j.thumbhash, j.reused_from, j.stage_ms,
+           j.last_error, j.thumbhash, j.reused_from, j.stage_ms, j.media,
            extract(epoch FROM j.finished_at - j.started_at) AS run_seconds,
            extract(epoch FROM j.started_at - j.created_at) AS wait_seconds,
            o.bytes AS original_bytes, o.width AS original_width, o.height AS original_height,
@@ -63,8 +63,10 @@ h1 { font-size: 20px; margin: 0 0 4px; }
        border-radius: 6px; padding: 12px; margin-bottom: 12px; }
 .job.failed { border-color: #d33; background: #fff5f5; align-items: flex-start; }
 figure { margin: 0; flex: none; text-align: center; }
-figure img, figure canvas { display: block; height: 112px; width: auto; margin: 0 auto 4px;
+figure img, figure canvas, figure video { display: block; height: 112px; width: auto; margin: 0 auto 4px;
                            box-shadow: 0 0 0 1px #ccc; background: #eee; }
+figure a.unshown { display: flex; align-items: center; justify-content: center; height: 112px;
+                   width: 112px; margin: 0 auto 4px; background: #eee; color: #555; }
 figcaption { font-size: 12px; color: #555; white-space: nowrap; }
 figcaption b { color: #222; }
 .meta { flex: none; width: 220px; font-size: 12px; color: #444; align-self: stretch; }
@@ -185,6 +187,12 @@ class Sheet:
         for stage in ("fetch", "decode", "resize", "encode", "store"):
             if stage in stages:
                 rows.append((stage, ms(stages[stage] / 1000)))
+        media = job["media"] or {}
+        if media:  # a video's facts: what its poster was taken from
+            facts = [f'{media["duration_seconds"]:.1f} s' if media.get("duration_seconds") else None,
+                     media.get("codec"), f'{media["bit_depth"]}-bit' if media.get("bit_depth") else None,
+                     media.get("dynamic_range")]
+            rows.append(("video", " · ".join(str(f) for f in facts if f)))
         table = "".join(f'<tr><td>{e(k)}</td><td class="n">{e(v)}</td></tr>' for k, v in rows)
         meta = (f'<div class="meta"><div><b>job {job["id"]}</b> · {e(job["profile"])} · {e(job["state"])}'
                 + (f' · reused job {job["reused_from"]}\'s variants' if job["reused_from"] else "")
@@ -194,12 +202,21 @@ class Sheet:
             return f'<section class="job failed" data-job="{job["id"]}">{meta}{error}</section>'
 
         figures = []
-        ow, oh = job["original_width"], job["original_height"]
+        media = job["media"] or {}
+        ow, oh = job["original_width"] or media.get("width"), job["original_height"] or media.get("height")
         dims = f"{ow}×{oh}" if ow and oh else "size unknown"
-        figures.append(
-            f'<figure class="original"><img src="{e(self.original_src(job["source_url"]))}" loading="eager"'
-            f' alt="original of job {job["id"]}"><figcaption><b>original</b> {dims} · '
-            f'{e(job["original_format"] or "")} · {size(job["original_bytes"])}</figcaption></figure>')
+        src = e(self.original_src(job["source_url"]))
+        caption = (f'<figcaption><b>original</b> {dims} · {e(job["original_format"] or "")} · '
+                   f'{size(job["original_bytes"])}</figcaption>')
+        if job["original_format"] == "video":
+            # Played where the browser has the codec; its thumbnails are the poster frame beside it.
+            shown = f'<video src="{src}" muted loop controls preload="metadata"></video>'
+        elif job["original_format"] in ("heif", "jxl"):
+            # Formats most browsers do not show: a link to the file.
+            shown = f'<a class="unshown" href="{src}">{e(job["original_format"])} file</a>'
+        else:
+            shown = f'<img src="{src}" loading="eager" alt="original of job {job["id"]}">'
+        figures.append(f'<figure class="original">{shown}{caption}</figure>')
         largest = job["variants"][0] if job["variants"] else None
         if job["thumbhash"] and largest:
             # The placeholder at the variants' aspect ratio, 32 pixels on its long side, drawn by SCRIPT.

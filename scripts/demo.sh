@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make demo: the whole pipeline on one machine, from a clone alone.
 # Installs what is missing, builds thumbd, starts a throwaway PostgreSQL, fetches sample
-# photos from Debian's wallpaper packages, serves them over loopback HTTP, enqueues them
-# (plus one URL that 404s), drains the queue with a worker, reports what happened and writes a contact
+# photos from Debian's wallpaper packages, makes a video, an HDR video, a GIF and an HDR still from
+# one of them, serves them over loopback HTTP, enqueues them (plus one URL that 404s), drains the queue with a worker, reports what happened and writes a contact
 # sheet (demo/index.html) to look at in a browser.
 #
 # THUMBD_DEMO_DIR   where photos and thumbnails go (default ./demo, git-ignored)
@@ -65,6 +65,12 @@ mapfile -t names < <(find "$demo/originals" -maxdepth 1 -type f -name '*.jpg' -p
   LC_ALL=C sort | head -n "$photos")
 echo "${#names[@]} photos in $demo/originals ($(du -sh "$demo/originals" | cut -f1))"
 
+step "a video, an HDR video, a GIF and an HDR still, made from the first photo"
+# ffmpeg and avifenc make them here (scripts/demo-media.sh): no media file lives in the repository.
+scripts/demo-media.sh "$demo/originals/${names[0]}" "$demo/originals"
+media=(fade-in.mp4 hlg.mov animation.gif hdr-pq.avif)
+echo "made ${media[*]} in $demo/originals"
+
 step "loopback origin"
 origin_out="$pgdir/origin.out"
 python3 Tests/Support/origin.py --root "$demo/originals" >"$origin_out" &
@@ -89,6 +95,10 @@ for name in "${names[@]}"; do
   "$bin" enqueue "$base/files/$(urlquote "$name")" >/dev/null
 done
 echo "enqueued ${#names[@]} photos"
+for name in "${media[@]}"; do
+  "$bin" enqueue "$base/files/$name" >/dev/null
+done
+echo "enqueued ${media[*]} (a video's thumbnails are its poster frame; HDR is tone-mapped to SDR)"
 # The same photos shared again under other URLs, enqueued after the rest: their bytes and profile match
 # a job that has succeeded by the time they run, so they take its variants without decoding.
 shares=0

@@ -31,6 +31,10 @@ packages=(
   openssl
   # Ghostscript's CMYK profile (default_cmyk.icc), for CMYK JPEGs without one of their own.
   libgs-common
+  # The demo makes a video, an animated GIF and an HDR still from a sample photo (scripts/demo-media.sh);
+  # the tests make their clips and stills with them too.
+  ffmpeg
+  libavif-bin
 )
 # For the tests only: PgBouncerTests runs Debian's PgBouncer, ContactSheetTests opens the demo's page in
 # headless Chromium, the S3 test server lives in a virtualenv, and the chaos driver (tools/chaos.py)
@@ -44,11 +48,9 @@ test_packages=(
   # HEIFDifferentialTests code their matrix of HEIF pictures with the x265 command line, from test
   # patterns ffmpeg draws.
   x265
-  ffmpeg
   # HDRStillTests make HDR HEIC, AVIF and JPEG XL stills (Tests/Support/hdr-stills.py): libheif's
   # heif-info and heif-convert, avifenc, and libjxl's cjxl and djxl.
   libheif-examples
-  libavif-bin
   libjxl-tools
   # SuiteFileTests render the test files of libjxl (this package) and of giflib (its source tarball,
   # fetched below).
