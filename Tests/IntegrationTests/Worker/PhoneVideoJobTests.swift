@@ -1,4 +1,5 @@
 import Foundation
+import Imaging
 import TestSupport
 import Testing
 import ThumbCore
@@ -161,5 +162,55 @@ struct PhoneVideoJobTests {
     ).rows
     #expect(
       failed.first?[0] == "too_large" && failed.first?[1]?.contains("--max-spool-bytes") == true, "\(failed)")
+  }
+
+  /// Two 4K clips read by ranges whose decodes do not fit the budget together: the second waits for
+  /// memory (its job is seen `awaiting_memory`), both succeed, and the worker stays within the budget
+  /// and 64 MiB. The budget is made from the costs the admission predicts for their ranged reads.
+  @Test func twoRangedVideosThatDoNotFitTogetherTakeTurns() async throws {
+    let names = ["4k-hevc10.mov", "4k-hevc10-hlg.mov"]
+    let folder = try #require(PhoneVideos.folder(kinds: Self.kinds), "phone-videos.py failed")
+    var costs: [Int] = []
+    for name in names {
+      let bytes = try [UInt8](Data(contentsOf: folder.appendingPathComponent(name)))
+      let step = try RangedReading.run(
+        total: bytes.count, head: Array(bytes.prefix(RangedReading.headBytes)), planner: VideoRangePlanner(),
+        maxBytes: 50 << 20
+      ) { range throws(JobError) in Array(bytes[range]) }
+      guard case .done(let held) = step else {
+        throw JobError(.internalError, "\(name) is not read by ranges")
+      }
+      let opened = try Thumbnailer().open(.parts(held))
+      costs.append(
+        try #require(Thumbnailer().probe(opened, variants: Profile.default.variants)).estimate.total)
+    }
+    let budget = costs.max()! + costs.min()! / 2
+    let database = try TestDatabase.create()
+    let storage = try makeTemporaryDirectory()
+    let origin = try TestOrigin(root: folder)
+    let worker = try WorkerProcess(
+      databaseURL: database, storage: storage,
+      settings: [
+        "THUMBD_CONCURRENCY": "2", "THUMBD_MEMORY_BUDGET": String(budget), "THUMBD_ORIGINAL_CACHE": "0",
+      ])
+    let port = try #require(await worker.httpPort(), "log:\n\(worker.log)")
+    _ = try sql(
+      database, "SELECT thumbs.enqueue(u) FROM unnest($1::text[]) u",
+      ["{" + names.map { origin.url("/files/\($0)") }.joined(separator: ",") + "}"])
+    var phases: Set<String> = []
+    let settled = try await eventually(timeout: 120) {
+      if let view = try? HeldJobsView(HTTPProbe.get(port, "/debug/jobs")) { phases.formUnion(view.phases) }
+      return try sql(database, "SELECT count(*) FROM thumbs.jobs WHERE state IN ('succeeded', 'failed')")
+        .rows[0][0] == "2"
+    }
+    #expect(settled, "\(worker.log)")
+    let states = try sql(database, "SELECT state, last_error FROM thumbs.jobs ORDER BY id").rows
+    #expect(states.allSatisfy { $0[0] == "succeeded" }, "\(states)")
+    #expect(phases.contains("awaiting_memory"), "costs \(costs), budget \(budget): phases seen \(phases)")
+    let peak = try #require(FaultyOriginWorkerTests.peakResidentKiB(worker.pid))
+    print("two ranged 4K clips, costs \(costs), budget \(budget): worker VmHWM \(peak) KiB")
+    #expect(peak < (budget >> 10) + 64 * 1024, "peak RSS \(peak) KiB")
+    worker.send(SIGTERM)
+    #expect(await worker.waitForExit(timeout: 30) == 0)
   }
 }
