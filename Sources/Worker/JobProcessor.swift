@@ -408,7 +408,8 @@ enum RenderKey {
   // HLG JPEG XL is tone-mapped.
   // 5: a GIF or animated WebP frame that leaves its canvas nearly one colour is passed over (not only
   // one that leaves it exactly one colour).
-  static let rendererVersion = 5
+  // 6: an animated WebP's first frame that covers the canvas and is nearly one colour is passed over too.
+  static let rendererVersion = 6
 
   static func make(source: String, spec: String, storage: String) -> String {
     Digest.sha256Hex(Array("thumbd-render \(rendererVersion)\n\(source)\n\(spec)\n\(storage)".utf8))

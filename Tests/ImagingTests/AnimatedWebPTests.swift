@@ -87,17 +87,46 @@ import ThumbCore
   /// A first frame that covers the canvas is the canvas: decoded alone, as before, and so still
   /// scaled on load.
   @Test func aFirstFrameCoveringTheCanvasIsDecodedAlone() throws {
+    // Green with a red band across a third of it: something to show.
+    var first = Self.rgba(width: 1200, height: 800, (0, 128, 0, 255))
+    for i in stride(from: 0, to: 1200 * 266 * 4, by: 4) { first.pixels[i] = 255 }
     let covering = TestImages.animatedWebP(
       width: 1200, height: 800,
       frames: [
-        .init(image: Self.rgba(width: 1200, height: 800, (0, 128, 0, 255))),
+        .init(image: first),
         .init(image: Self.rgba(width: 60, height: 40, (0, 0, 255, 255)), x: 10, y: 10),
       ])
     let source = try #require(try SourceDecoders.make(covering, maxPixels: 10_000_000) as? WebPSource)
     #expect(!source.composesOnCanvas)
     let (info, variants) = try thumbnailer.render(covering, variants: [variant("s", 300, 300)])
     #expect(info.reduction == "scaled to 600x400" && variants[0].size == PixelSize(width: 300, height: 200))
-    #expect(near(meanColor(try JPEG.decode(variants[0].data)), [0, 128, 0], 4))
+    let picture = try JPEG.decode(variants[0].data)
+    #expect(
+      near(
+        Array(picture.pixels[(150 * 300 + 150) * 3..<(150 * 300 + 151) * 3]).map(Double.init), [0, 128, 0], 12
+      ))
+  }
+
+  /// A first frame that covers the canvas but is one flat colour (an animation that starts blank) is
+  /// passed over like a composed one: the thumbnail is the next frame that shows something, and the
+  /// prediction counts the composing at full size.
+  @Test func aBlankCoveringFirstFrameIsPassedOver() throws {
+    let blank = TestImages.animatedWebP(
+      width: 400, height: 300,
+      frames: [
+        .init(image: Self.rgba(width: 400, height: 300, (255, 255, 255, 255))),
+        .init(image: Self.rgba(width: 200, height: 150, (0, 0, 255, 255)), x: 100, y: 76),
+      ])
+    let source = try #require(try SourceDecoders.make(blank, maxPixels: 10_000_000) as? WebPSource)
+    #expect(!source.composesOnCanvas)
+    let decoded = try source.decode(requiredScale: 0.25, margin: 1)
+    #expect(decoded.reduction == "frame 2 composed on the canvas", "\(decoded.reduction)")
+    let canvas = decoded.image.interleaved()
+    #expect(Array(canvas.pixels[(150 * 400 + 200) * 4..<(150 * 400 + 201) * 4]) == [0, 0, 255, 255])
+    let variants = [variant("s", 100, 100)]
+    // Composed at full size: the canvas, RGBA, whatever the variants' scale.
+    let predicted = source.estimate(variants: variants, margin: 2, fileBytes: blank.count)
+    #expect(predicted.decoded >= 400 * 300 * 4 && predicted.codec >= 400 * 300 * 4, "\(predicted)")
   }
 
   /// A 3000x2000 canvas whose first frame is `frame` of noise (so the file has a realistic size) at

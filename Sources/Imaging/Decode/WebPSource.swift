@@ -23,9 +23,16 @@ final class WebPSource: AnimatedSource {
     // A plain lossy WebP ("VP8 " first) decodes row by row; lossless and extended files may not.
     let rowByRow =
       file.count > 16 && UnsafeRawBufferPointer(start: file.pointer + 12, count: 4).elementsEqual("VP8 ".utf8)
-    return interleavedEstimate(
+    let estimate = interleavedEstimate(
       variants: variants, margin: margin, fileBytes: fileBytes, wholeImageCodec: !rowByRow,
       composedFrame: composedFrame)
+    guard frameCount > 1, composedFrame == nil else { return estimate }
+    // A first frame that covers the canvas but shows nothing is passed over through the animation
+    // decoder, at full size with its canvases: counted as if it were composed, when that costs more.
+    let composed = interleavedEstimate(
+      variants: variants, margin: margin, fileBytes: fileBytes, wholeImageCodec: true,
+      composedFrame: header.storedSize)
+    return composed.total > estimate.total ? composed : estimate
   }
   let frameCount: Int
   let loopCount: Int
@@ -110,6 +117,17 @@ final class WebPSource: AnimatedSource {
       return WebPDecode(bitstream.0, bitstream.1, &config)
     }
     guard status == VP8_STATUS_OK else { throw Self.jobError(status, what: "WebP data") }
+    // An animation's first frame that covers the canvas yet shows nothing (a blank or flat start): the
+    // next frames are looked at, as for a first frame composed on the canvas.
+    if frameCount > 1,
+      pixels.withUnsafeBufferPointer({
+        FrameContent.isMostlyOneColour(
+          rgba: $0, width: size.width, height: size.height, stride: stride, channels: channels)
+      })
+    {
+      pixels = []
+      return try decodeComposed()
+    }
     let image = pixels.withUnsafeBufferPointer {
       PlanarImage(
         interleaved: $0.baseAddress!, size: size, stride: stride, model: header.hasAlpha ? .rgba : .rgb,
@@ -122,8 +140,7 @@ final class WebPSource: AnimatedSource {
   /// has no scaled decoding (the resampler reduces the canvas like any other decoded image). A frame
   /// that leaves the canvas nearly one colour (FrameContent) is passed over for the next, as a GIF's is,
   /// up to GIFSource.framesLooked; with nothing better, the last one looked at. (A first frame that
-  /// covers the canvas is decoded alone, scaled, and shown as it is: looking on would take the
-  /// animation decoder's canvases, which the cost model does not count for it.)
+  /// covers the canvas is decoded alone, scaled, and comes here only when it shows nothing.)
   private func decodeComposed() throws(JobError) -> DecodedSource {
     let animation = try WebPAnimation(file)
     let canvas = animation.canvas

@@ -8,9 +8,9 @@ public enum FrameContent {
   public static let paintedShare = 0.02
 
   /// Samples about 4,096 pixels of premultiplied RGBA rows (every transparent pixel counts as one
-  /// colour) and tells whether nearly all are one colour.
+  /// colour), or of RGB rows (`channels` 3), and tells whether nearly all are one colour.
   public static func isMostlyOneColour(
-    rgba: UnsafeBufferPointer<UInt8>, width: Int, height: Int, stride: Int
+    rgba: UnsafeBufferPointer<UInt8>, width: Int, height: Int, stride: Int, channels: Int = 4
   ) -> Bool {
     guard width > 0, height > 0 else { return true }
     let pixels = width * height
@@ -19,8 +19,8 @@ public enum FrameContent {
     var samples = 0
     var i = 0
     while i < pixels {
-      let at = (i / width) * stride + (i % width) * 4
-      let alpha = rgba[at + 3]
+      let at = (i / width) * stride + (i % width) * channels
+      let alpha = channels == 4 ? rgba[at + 3] : 255
       let colour =
         alpha == 0
         ? 0
