@@ -171,26 +171,39 @@ public struct Fetcher: Sendable {
     )
     guard let rangePlanner else { throw tooLarge }
     let total = file.size
-    var holds: [MemoryHold] = []
     let (head, headHold) = try await spooledPart(0..<min(total, RangedReading.headBytes), of: file)
-    if let headHold { holds.append(headHold) }
-    let outcome = try await RangedReading.run(
-      total: total, head: head, planner: rangePlanner, maxBytes: limits.maxBytes
-    ) { range async throws(JobError) in
-      let (bytes, hold) = try await spooledPart(range, of: file)
-      if let hold { holds.append(hold) }
-      return bytes
-    }
-    guard case .done(let held) = outcome, let index = rangePlanner.index(in: held),
-      let indexBytes = held.bytes(index)
+    guard
+      let (held, holds, indexSHA256) = try await readInParts(
+        total: total, head: head, planner: rangePlanner,
+        read: { range async throws(JobError) in try await spooledPart(range, of: file) })
     else { throw tooLarge }
     var parts = original
     parts.content = .parts(held)
-    parts.hold = MemoryHold.joining(original.hold, holds)
+    parts.hold = MemoryHold.joining(original.hold, [headHold].compactMap { $0 } + holds)
     // Every byte came from the origin: the hash of the whole file (when taken) is the file's.
-    parts.ranges = RangedRead(
-      total: total, bytesRead: total, indexSHA256: Digest.sha256Hex(indexBytes), spooled: true)
+    parts.ranges = RangedRead(total: total, bytesRead: total, indexSHA256: indexSHA256, spooled: true)
     return parts
+  }
+
+  /// A file of `total` bytes read in parts from its `head` on, as `planner` asks, each part by `read`
+  /// (its bytes, and its hold on the memory budget): the parts, their holds and the SHA-256 of the
+  /// file's index; nil when the planner cannot read it in parts (then the holds are given back).
+  private func readInParts(
+    total: Int, head: [UInt8], planner: any RangePlanner,
+    read: (Range<Int>) async throws(JobError) -> ([UInt8], MemoryHold?)
+  ) async throws(JobError) -> (held: RangedOriginal, holds: [MemoryHold], indexSHA256: String)? {
+    var holds: [MemoryHold] = []
+    let outcome = try await RangedReading.run(
+      total: total, head: head, planner: planner, maxBytes: limits.maxBytes
+    ) { range async throws(JobError) in
+      let (bytes, hold) = try await read(range)
+      if let hold { holds.append(hold) }
+      return bytes
+    }
+    guard case .done(let held) = outcome, let index = planner.index(in: held),
+      let indexBytes = held.bytes(index)
+    else { return nil }
+    return (held, holds, Digest.sha256Hex(indexBytes))
   }
 
   /// The bytes of `range` of a spooled file, taken from the memory budget first (waiting for room).
@@ -215,28 +228,18 @@ public struct Fetcher: Sendable {
     let total = partial.total
     // Every part read is counted under the memory budget for as long as the original lives, like a
     // whole download: the parts' holds go with the head's.
-    var holds: [MemoryHold] = []
-    let outcome = try await RangedReading.run(
-      total: total, head: head.content.head, planner: planner, maxBytes: limits.maxBytes
-    ) { range async throws(JobError) in
-      let (bytes, hold) = try await part(range, of: url, signed: signed, total: total)
-      if let hold { holds.append(hold) }
-      return bytes
-    }
-    switch outcome {
-    case .done(let held):
-      guard let index = planner.index(in: held), let indexBytes = held.bytes(index) else {
-        return try await get(url, signed: signed, validators: nil, range: nil).result
-      }
-      head.content = .parts(held)
-      head.hold = MemoryHold.joining(head.hold, holds)
-      head.sha256 = nil
-      head.ranges = RangedRead(
-        total: total, bytesRead: held.bytesHeld, indexSHA256: Digest.sha256Hex(indexBytes))
-      return .downloaded(head)
-    case .whole, .read:
-      return try await get(url, signed: signed, validators: nil, range: nil).result
-    }
+    guard
+      let (held, holds, indexSHA256) = try await readInParts(
+        total: total, head: head.content.head, planner: planner,
+        read: { range async throws(JobError) in
+          try await part(range, of: url, signed: signed, total: total)
+        })
+    else { return try await get(url, signed: signed, validators: nil, range: nil).result }
+    head.content = .parts(held)
+    head.hold = MemoryHold.joining(head.hold, holds)
+    head.sha256 = nil
+    head.ranges = RangedRead(total: total, bytesRead: held.bytesHeld, indexSHA256: indexSHA256)
+    return .downloaded(head)
   }
 
   /// A video read by ranges, with the keyframe for a poster at `seconds` read too when it is not held
@@ -315,8 +318,10 @@ public struct Fetcher: Sendable {
       let transfer = try Transfer(
         url: url, signed: signed, validators: validators, limits: limits, addressPolicy: addressPolicy,
         timeout: secondsLeft,
-        cancellation: cancellation, memory: memory, range: range, hashesBody: hashesBodies,
-        spool: spool, planner: rangePlanner)
+        cancellation: cancellation, memory: memory, range: range,
+        // Only an answer that may be the whole file: a range from 0 may come back whole (an origin
+        // that ignores ranges), a later part may not (`part` refuses it).
+        hashesBody: hashesBodies && (range?.lowerBound ?? 0) == 0, spool: spool, planner: rangePlanner)
       let code = await multi.perform(transfer)
       if Task.isCancelled { cancellation.cancel() }
       let failure: TransferFailure

@@ -73,7 +73,7 @@ public final class SpooledFile: @unchecked Sendable {
   /// The file alone is larger than the spool's capacity: no other try can succeed.
   private(set) var tooLarge = false
 
-  fileprivate init(in spool: Spool) throws(JobError) {
+  init(in spool: Spool) throws(JobError) {
     self.spool = spool
     var template = Array("\(spool.directory)/thumbd-spool-XXXXXX".utf8CString)
     let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
@@ -86,9 +86,6 @@ public final class SpooledFile: @unchecked Sendable {
     _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
     self.descriptor = descriptor
   }
-
-  /// A new file in `spool`.
-  static func make(in spool: Spool) throws(JobError) -> SpooledFile { try SpooledFile(in: spool) }
 
   /// Appends `count` bytes at `data`; false when they could not be written (`failure` says why).
   func append(_ data: UnsafeRawPointer, count: Int) -> Bool {

@@ -98,7 +98,7 @@ final class TransferState: @unchecked Sendable {
     let head = Array(body.prefix(Self.sniffBytes)) + Array(chunk.prefix(max(0, Self.sniffBytes - body.count)))
     guard planner.readsInParts(head: head) else { return false }
     let file: SpooledFile
-    do { file = try SpooledFile.make(in: spool) } catch {
+    do { file = try SpooledFile(in: spool) } catch {
       spoolFailure = (error.message, false)
       return false
     }

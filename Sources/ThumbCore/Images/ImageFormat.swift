@@ -40,12 +40,12 @@ public enum ImageFormat: String, Sendable, CaseIterable {
     let brands = ([8] + Array(stride(from: 16, through: boxSize - 4, by: 4))).map {
       String(decoding: bytes[$0..<($0 + 4)], as: UTF8.self)
     }
-    let images = MediaFormats.table.filter { $0.brandsDecideAlone }
     for brand in brands {
-      if let image = images.first(where: { $0.brands.contains(brand) }) { return image.format }
+      if let image = MediaFormats.brandedImages.first(where: { $0.brands.contains(brand) }) {
+        return image.format
+      }
     }
-    let others = MediaFormats.table.filter { !$0.brandsDecideAlone && !$0.brands.isEmpty }
-    return others.first { !$0.brands.isDisjoint(with: brands) }?.format
+    return MediaFormats.brandedOthers.first { !$0.brands.isDisjoint(with: brands) }?.format
   }
 }
 
@@ -132,6 +132,11 @@ public enum MediaFormats {
       ],
       readsByRanges: true, rangeExtensions: ["mp4", "mov", "m4v", "3gp", "3g2"]),
   ]
+
+  /// The formats whose `ftyp` brand decides wherever it stands in the list, and the other branded
+  /// ones (ImageFormat.isobmff), once.
+  static let brandedImages = table.filter { $0.brandsDecideAlone }
+  static let brandedOthers = table.filter { !$0.brandsDecideAlone && !$0.brands.isEmpty }
 
   /// The table by format.
   static let traits: [ImageFormat: FormatTraits] = Dictionary(
