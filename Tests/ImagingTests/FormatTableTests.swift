@@ -26,6 +26,36 @@ struct FormatTableTests {
     }
   }
 
+  /// Each decoded format of the table has exactly one decoder, no decoder claims a format the table
+  /// refuses, and each decoder's estimate falls to the table's cost column.
+  @Test func everyDecodedFormatHasOneDecoder() {
+    var claimed: [ImageFormat] = []
+    for decoder in SourceDecoders.all {
+      let formats = decoder.formats
+      claimed += formats
+    }
+    for traits in MediaFormats.table {
+      let claims = claimed.filter { $0 == traits.format }.count
+      #expect(claims == (traits.decodes ? 1 : 0), "\(traits.format): claimed by \(claims) decoders")
+    }
+    #expect(claimed.count == Set(claimed).count, "a format claimed twice: \(claimed)")
+  }
+
+  /// The cost column is what the model charges: a 1000x1000 HEIC's codec picture, GIF's canvases, and
+  /// lossless WebP's buffer only when the file is coded as a whole image.
+  @Test func theCostColumnIsWhatTheModelCharges() {
+    let size = PixelSize(width: 1000, height: 1000)
+    func codec(_ format: ImageFormat, alpha: Bool = false, whole: Bool = true) -> Int {
+      MemoryCostModel.interleavedDecode(
+        format: format, stored: size, orientation: .up, hasAlpha: alpha, compressedBytes: 0,
+        variants: [variant("v", 100, 100)], wholeImageCodec: whole
+      ).codec
+    }
+    #expect(codec(.heif) == 3_000_000 && codec(.heif, alpha: true) == 5_000_000)
+    #expect(codec(.jxl) == 12_000_000 && codec(.gif) == 5_001_000 && codec(.png) == 0)
+    #expect(codec(.webp) == 4_000_000 && codec(.webp, whole: false) == 0)
+  }
+
   @Test func theOutputsOpenAsTheirFormat() throws {
     let source = try Thumbnailer().render(
       JPEG.encode(TestImages.solid(width: 64, height: 48, (200, 40, 90)), quality: 90),

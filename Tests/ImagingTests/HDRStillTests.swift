@@ -15,6 +15,9 @@ struct HDRStillTests {
   @Test(arguments: HDRStills.stills)
   func anHDRStillLooksLikeItsSDRPhotograph(_ still: HDRStills.Still) throws {
     let sdr = try decodeAny(try HDRStills.bytes(HDRStills.sdrPicture))
+    // The header says HDR, whichever decoder reads it: the tone map's one entry (HDRSignal.toSDR).
+    let header = try SourceDecoders.make(try HDRStills.bytes(still.name), maxPixels: 100_000_000).header
+    #expect(header.color.hdr?.name == still.transfer, "\(still.name): \(header.color)")
     let (info, variants) = try Thumbnailer().render(try HDRStills.bytes(still.name), variants: Self.full)
     #expect(info.reduction.contains("\(still.transfer) tone-mapped"), "\(info.reduction)")
     let picture = try decodeAny(variants[0].data)

@@ -15,6 +15,8 @@ struct VideoHDRTests {
   @Test(arguments: HDRClips.clips)
   func anHDRPosterLooksLikeItsSDRRendition(_ clip: HDRClips.Clip) throws {
     let sdr = try decodeAny(try HDRClips.bytes(HDRClips.sdrFrame))
+    let header = try SourceDecoders.make(try HDRClips.bytes(clip.name), maxPixels: 100_000_000).header
+    #expect(header.color.hdr?.name == clip.transfer, "\(clip.name): \(header.color)")
     let (info, variants) = try Thumbnailer().render(try HDRClips.bytes(clip.name), variants: Self.full)
     #expect(info.reduction.contains("\(clip.transfer) tone-mapped"), "\(info.reduction)")
     #expect(
@@ -44,6 +46,8 @@ struct VideoHDRTests {
 
   /// SDR videos are untouched: the SDR clip's poster is its frame.
   @Test func anSDRPosterIsNotToneMapped() throws {
+    let header = try SourceDecoders.make(try HDRClips.bytes("sdr.mp4"), maxPixels: 100_000_000).header
+    #expect(header.color.hdr == nil, "\(header.color)")
     let (info, variants) = try Thumbnailer().render(try HDRClips.bytes("sdr.mp4"), variants: Self.full)
     #expect(!info.reduction.contains("tone-mapped"))
     let mad = try decodeAny(variants[0].data).meanAbsoluteDifference(

@@ -178,3 +178,13 @@ extension PlanarImage {
     return result
   }
 }
+
+extension GIFSource: FormatDecoder {
+  static let formats: Set<ImageFormat> = [.gif]
+
+  static func open(
+    _ original: OriginalBytes, format: ImageFormat, maxPixels: Int
+  ) throws(JobError) -> GIFSource {
+    try GIFSource(original.wholeFile(of: format), maxPixels: maxPixels)
+  }
+}

@@ -29,8 +29,6 @@ final class HEIFSource: SourceDecoder {
   var usesTiles: Bool { tiled != nil }
   /// Why an HEVC picture goes through libheif rather than thumbd's own route (said in --verbose).
   private(set) var libheifReason: String?
-  /// An HDR picture (PQ or HLG by its nclx box, else its HEVC stream): decoded deep and tone-mapped.
-  let hdr: (signal: ToneMap.Signal, primaries: ColorPrimaries)?
 
   /// libheif sets up its codec and colour-conversion tables on first use; done once, up front, because
   /// doing it lazily from several threads at once has crashed (libheif issues 950, 957).
@@ -88,9 +86,9 @@ final class HEIFSource: SourceDecoder {
     codedSize = PixelSize(width: max(coded.width, size.width), height: max(coded.height, size.height))
     let hasAlpha = heif_image_handle_has_alpha_channel(handle) != 0
     let item = Self.hevcItem(data, context: context)
-    hdr = Self.hdr(of: handle, stream: item?.signal)
+    let color = Self.color(of: handle, stream: item?.signal)
     switch item.map(HEVCTiles.route(of:)) {
-    case _? where hdr != nil:
+    case _? where color.hdr != nil:
       // The own route gives 8-bit planes: an HDR picture needs its deep samples.
       tiled = nil
       libheifReason = "HDR"
@@ -114,7 +112,7 @@ final class HEIFSource: SourceDecoder {
       format: format,
       storedSize: tiled.map { $0.item.orientation.uprightSize(of: $0.item.displayedSize) } ?? size,
       orientation: tiled?.item.orientation ?? .up, hasAlpha: hasAlpha,
-      color: Self.color(of: handle, stream: item?.signal))
+      color: color)
     made = true
   }
 
@@ -163,10 +161,10 @@ final class HEIFSource: SourceDecoder {
     defer { for c in candidates { heif_image_handle_release(c.handle) } }
 
     let reduction = (thumbnail != nil ? "thumbnail \(chosenSize(chosen))" : "1/1") + via
-    if let hdr {
-      let (image, signal) = try Self.decodeHDR(chosen, codedSize: codedSize, hdr: hdr)
+    if let hdr = header.color.hdr {
+      let image = try Self.decodeHDR(chosen, codedSize: codedSize, hdr: hdr)
       return DecodedSource(
-        image: image, reduction: reduction + ", \(signal) tone-mapped", color: .unspecified)
+        image: image, reduction: reduction + ", \(hdr.name) tone-mapped", color: .unspecified)
     }
     let image = try Self.decodePlanes(chosen, codedSize: codedSize)
     return DecodedSource(image: image, reduction: reduction)
@@ -177,44 +175,20 @@ final class HEIFSource: SourceDecoder {
       width: Int(heif_image_handle_get_width(handle)), height: Int(heif_image_handle_get_height(handle)))
   }
 
-  /// PQ or HLG, by the nclx box, else by the HEVC stream's VUI; nil for SDR (a photo with an SDR base
-  /// and a gain map is SDR: its base is rendered).
-  private static func hdr(
-    of handle: OpaquePointer, stream: VideoSignal?
-  ) -> (signal: ToneMap.Signal, primaries: ColorPrimaries)? {
-    let type = heif_image_handle_get_color_profile_type(handle)
-    if type == heif_color_profile_type_nclx {
-      var nclx: UnsafeMutablePointer<heif_color_profile_nclx>?
-      guard heif_image_handle_get_nclx_color_profile(handle, &nclx).code == heif_error_Ok, let nclx else {
-        return nil
-      }
-      defer { heif_nclx_color_profile_free(nclx) }
-      guard let signal = ToneMap.Signal(h273: Int(nclx.pointee.transfer_characteristics.rawValue)) else {
-        return nil
-      }
-      return (signal, ColorPrimaries(h273: Int(nclx.pointee.color_primaries.rawValue)) ?? .bt2020)
-    }
-    guard type != heif_color_profile_type_prof, type != heif_color_profile_type_rICC, let stream,
-      let signal = ToneMap.Signal(h273: stream.transfer)
-    else { return nil }
-    return (signal, ColorPrimaries(h273: stream.primaries) ?? .bt2020)
-  }
-
   /// An HDR picture decoded by libheif to deep RGB (10 or 12 bits, its matrix applied) and tone-mapped
   /// to sRGB (ToneMap, the curve of stills), the content's peak from its light-level box when it has
   /// one; alpha premultiplied as the planes expect.
   static func decodeHDR(
-    _ handle: OpaquePointer, codedSize: PixelSize, hdr: (signal: ToneMap.Signal, primaries: ColorPrimaries)
-  ) throws(JobError) -> (PlanarImage, String) {
+    _ handle: OpaquePointer, codedSize: PixelSize, hdr: HDRSignal
+  ) throws(JobError) -> PlanarImage {
     let alpha = heif_image_handle_has_alpha_channel(handle) != 0
-    let planes = try decoded(handle, codedSize: codedSize, deep: true) {
+    return try decoded(handle, codedSize: codedSize, deep: true) {
       image, base, stride, size throws(JobError) in
       let bits = Int(heif_image_get_bits_per_pixel_range(image, heif_channel_interleaved))
-      let map = ToneMap(
-        signal: hdr.signal, primaries: hdr.primaries, peakNits: peakNits(of: image), display: .sRGB)
-      return map.rgb(interleaved: base, stride: stride, size: size, bits: bits > 8 ? bits : 10, alpha: alpha)
+      return hdr.toSDR(
+        .rgb(base, stride: stride, size: size, bits: bits > 8 ? bits : 10, alpha: alpha), display: .sRGB,
+        peakNits: peakNits(of: image))
     }
-    return (planes, hdr.signal == .pq ? "pq" : "hlg")
   }
 
   /// The content's peak from the light-level box (MaxCLL), else the mastering display's; nil when
@@ -304,7 +278,8 @@ final class HEIFSource: SourceDecoder {
   }
 
   /// The colour box's description, else the HEVC stream's VUI primaries and transfer (`stream`), else
-  /// none.
+  /// none. PQ or HLG, by the nclx box or else the stream, is HDR (a photo with an SDR base and a gain
+  /// map is SDR: its base is rendered).
   private static func color(of handle: OpaquePointer, stream: VideoSignal?) -> ColorDescription {
     let type = heif_image_handle_get_color_profile_type(handle)
     if type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC {
@@ -319,10 +294,14 @@ final class HEIFSource: SourceDecoder {
       let failure = heif_image_handle_get_nclx_color_profile(handle, &nclx)
       guard failure.code == heif_error_Ok, let nclx else { return .unspecified }
       defer { heif_nclx_color_profile_free(nclx) }
-      guard let primaries = ColorPrimaries(h273: Int(nclx.pointee.color_primaries.rawValue)) else {
-        return .unspecified
-      }
-      return .nclx(primaries, TransferCurve(h273: Int(nclx.pointee.transfer_characteristics.rawValue)))
+      let transfer = Int(nclx.pointee.transfer_characteristics.rawValue)
+      let primaryCode = Int(nclx.pointee.color_primaries.rawValue)
+      if let hdr = HDRSignal(h273: transfer, primaries: primaryCode) { return .hdr(hdr) }
+      guard let primaries = ColorPrimaries(h273: primaryCode) else { return .unspecified }
+      return .nclx(primaries, TransferCurve(h273: transfer))
+    }
+    if let stream, let hdr = HDRSignal(h273: stream.transfer, primaries: stream.primaries) {
+      return .hdr(hdr)
     }
     if let stream, let primaries = ColorPrimaries(h273: stream.primaries) {
       return .nclx(primaries, TransferCurve(h273: stream.transfer))
@@ -343,5 +322,15 @@ final class HEIFSource: SourceDecoder {
     default:
       return JobError(.corruptImage, "\(what): \(message)")
     }
+  }
+}
+
+extension HEIFSource: FormatDecoder {
+  static let formats: Set<ImageFormat> = [.heif, .avif]
+
+  static func open(
+    _ original: OriginalBytes, format: ImageFormat, maxPixels: Int
+  ) throws(JobError) -> HEIFSource {
+    try HEIFSource(original.wholeFile(of: format), format: format, maxPixels: maxPixels)
   }
 }

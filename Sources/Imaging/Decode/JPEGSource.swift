@@ -61,3 +61,13 @@ struct JPEGSource: SourceDecoder {
       image: image, reduction: "1/\(denominator)", denominator: denominator, warnings: warnings)
   }
 }
+
+extension JPEGSource: FormatDecoder {
+  static let formats: Set<ImageFormat> = [.jpeg]
+
+  static func open(
+    _ original: OriginalBytes, format: ImageFormat, maxPixels: Int
+  ) throws(JobError) -> JPEGSource {
+    try JPEGSource(original.wholeFile(of: format))
+  }
+}

@@ -9,10 +9,6 @@ import ThumbCore
 final class JXLSource: SourceDecoder {
   let header: SourceHeader
   private let bytes: OwnedBytes
-  /// PQ or HLG, by the encoded colour space: decoded to 16 bits and tone-mapped.
-  private let hdr: (signal: ToneMap.Signal, primaries: ColorPrimaries)?
-  /// The brightest the image says it gets (`intensity_target`, cd/m²), for the tone map.
-  private let peakNits: Double
 
   init(_ data: [UInt8], maxPixels: Int) throws(JobError) {
     bytes = OwnedBytes(data)
@@ -23,7 +19,6 @@ final class JXLSource: SourceDecoder {
     try Self.start(decoder, bytes, events: JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue)
     var info = JxlBasicInfo()
     var color: ColorDescription = .unspecified
-    var hdr: (signal: ToneMap.Signal, primaries: ColorPrimaries)?
     events: while true {
       let status = JxlDecoderProcessInput(decoder)
       switch status {
@@ -39,7 +34,7 @@ final class JXLSource: SourceDecoder {
           throw JobError(.tooLarge, "a \(size) JPEG XL image is over the limit of \(maxPixels) pixels")
         }
       case JXL_DEC_COLOR_ENCODING:
-        (color, hdr) = Self.color(of: decoder)
+        color = Self.color(of: decoder, peakNits: Double(info.intensity_target))
         break events
       case JXL_DEC_SUCCESS:
         break events
@@ -49,13 +44,11 @@ final class JXLSource: SourceDecoder {
         throw JobError(.corruptImage, "JPEG XL header damaged")
       }
     }
-    self.hdr = hdr
-    peakNits = Double(info.intensity_target)
     header = SourceHeader(
       format: .jxl, storedSize: PixelSize(width: Int(info.xsize), height: Int(info.ysize)),
       orientation: Orientation(rawValue: Int(info.orientation.rawValue)) ?? .up,
       hasAlpha: info.alpha_bits > 0,
-      color: hdr == nil ? color : .unspecified)
+      color: color)
   }
 
   /// A decoder given the whole file, keeping the stored orientation, subscribed to `events`.
@@ -68,11 +61,10 @@ final class JXLSource: SourceDecoder {
     JxlDecoderCloseInput(decoder)
   }
 
-  /// The pixels' colour space: PQ or HLG by the encoded profile (tone-mapped), else the ICC profile of
-  /// the decoded pixels (lcms2 turns it to sRGB; an sRGB one is left alone).
-  private static func color(
-    of decoder: OpaquePointer
-  ) -> (ColorDescription, (signal: ToneMap.Signal, primaries: ColorPrimaries)?) {
+  /// The pixels' colour space: PQ or HLG by the encoded profile (decoded to 16 bits and tone-mapped, the
+  /// peak the image says it reaches, `intensity_target`), else the ICC profile of the decoded pixels
+  /// (lcms2 turns it to sRGB; an sRGB one is left alone).
+  private static func color(of decoder: OpaquePointer, peakNits: Double) -> ColorDescription {
     var encoding = JxlColorEncoding()
     if JxlDecoderGetColorAsEncodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &encoding)
       == JXL_DEC_SUCCESS,
@@ -83,18 +75,18 @@ final class JXLSource: SourceDecoder {
       let primaries =
         encoding.color_space == JXL_COLOR_SPACE_GRAY
         ? .sRGB : ColorPrimaries(h273: Int(encoding.primaries.rawValue)) ?? .bt2020
-      return (.unspecified, (signal, primaries))
+      return .hdr(HDRSignal(signal, primaries: primaries, peakNits: peakNits))
     }
     var size = 0
     guard JxlDecoderGetICCProfileSize(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &size) == JXL_DEC_SUCCESS,
       size > 0, size < 4 << 20
-    else { return (.unspecified, nil) }
+    else { return .unspecified }
     var profile = [UInt8](repeating: 0, count: size)
     guard
       JxlDecoderGetColorAsICCProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &profile, size)
         == JXL_DEC_SUCCESS
-    else { return (.unspecified, nil) }
-    return (.icc(profile), nil)
+    else { return .unspecified }
+    return .icc(profile)
   }
 
   /// The first frame at full size (libjxl 0.7 has no smaller decode of a whole image to offer here).
@@ -106,6 +98,7 @@ final class JXLSource: SourceDecoder {
     try Self.start(decoder, bytes, events: JXL_DEC_FULL_IMAGE.rawValue)
     let size = header.storedSize
     let channels: UInt32 = header.hasAlpha ? 4 : 3
+    let hdr = header.color.hdr
     let deep = hdr != nil
     var format = JxlPixelFormat(
       num_channels: channels, data_type: deep ? JXL_TYPE_UINT16 : JXL_TYPE_UINT8,
@@ -137,18 +130,28 @@ final class JXLSource: SourceDecoder {
     }
     guard !pixels.isEmpty else { throw JobError(.corruptImage, "JPEG XL file has no frame") }
     if let hdr {
-      let map = ToneMap(signal: hdr.signal, primaries: hdr.primaries, peakNits: peakNits, display: .sRGB)
       let image = pixels.withUnsafeBytes {
-        map.rgb(
-          interleaved: $0.baseAddress!, stride: size.width * Int(channels) * 2, size: size, bits: 16,
-          alpha: header.hasAlpha)
+        hdr.toSDR(
+          .rgb(
+            $0.baseAddress!, stride: size.width * Int(channels) * 2, size: size, bits: 16,
+            alpha: header.hasAlpha),
+          display: .sRGB)
       }
-      let signal = hdr.signal == .pq ? "pq" : "hlg"
-      return DecodedSource(image: image, reduction: "1/1, \(signal) tone-mapped", color: .unspecified)
+      return DecodedSource(image: image, reduction: "1/1, \(hdr.name) tone-mapped", color: .unspecified)
     }
     let image = PlanarImage(
       interleaved: PixelBuffer(
         width: size.width, height: size.height, channels: Int(channels), pixels: pixels))
     return DecodedSource(image: image, reduction: "1/1")
+  }
+}
+
+extension JXLSource: FormatDecoder {
+  static let formats: Set<ImageFormat> = [.jxl]
+
+  static func open(
+    _ original: OriginalBytes, format: ImageFormat, maxPixels: Int
+  ) throws(JobError) -> JXLSource {
+    try JXLSource(original.wholeFile(of: format), maxPixels: maxPixels)
   }
 }

@@ -99,3 +99,13 @@ final class PNGSource: SourceDecoder {
     return JobError(.corruptImage, "\(what): \(message)")
   }
 }
+
+extension PNGSource: FormatDecoder {
+  static let formats: Set<ImageFormat> = [.png]
+
+  static func open(
+    _ original: OriginalBytes, format: ImageFormat, maxPixels: Int
+  ) throws(JobError) -> PNGSource {
+    try PNGSource(original.wholeFile(of: format))
+  }
+}

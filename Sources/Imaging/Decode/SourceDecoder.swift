@@ -8,6 +8,9 @@ enum ColorDescription: Sendable {
   case icc([UInt8])
   /// HEIF/AVIF's nclx box: primaries and transfer curve by number.
   case nclx(ColorPrimaries, TransferCurve)
+  /// PQ or HLG (HEIF and AVIF, JPEG XL, video): decoded deep and made SDR as it is decoded
+  /// (`HDRSignal.toSDR`), so the decoded planes are sRGB.
+  case hdr(HDRSignal)
 }
 
 /// What is known about an original once its header is read, before anything large is allocated.
@@ -83,7 +86,7 @@ extension SourceDecoder {
       format: header.format, stored: header.storedSize, orientation: header.orientation,
       hasAlpha: header.hasAlpha, compressedBytes: fileBytes, variants: variants,
       wholeImageCodec: wholeImageCodec, margin: margin, coded: coded, composedFrame: composedFrame,
-      frames: animation?.frameCount ?? 1)
+      frames: animation?.frameCount ?? 1, deep: header.color.hdr != nil)
   }
 }
 
@@ -114,35 +117,52 @@ final class OwnedBytes: @unchecked Sendable {
   deinit { buffer.deallocate() }
 }
 
+/// A decoder the pipeline finds by format: it names the formats of `MediaFormats.table` it reads, and
+/// opens a file of one of them.
+protocol FormatDecoder: SourceDecoder {
+  static var formats: Set<ImageFormat> { get }
+  /// Reads the header of `original`, of `format` (one of `formats`, as sniffed).
+  static func open(_ original: OriginalBytes, format: ImageFormat, maxPixels: Int) throws(JobError) -> Self
+}
+
+extension OriginalBytes {
+  /// The whole file, for a decoder that reads nothing in parts.
+  func wholeFile(of format: ImageFormat) throws(JobError) -> [UInt8] {
+    guard let data = whole else {
+      throw JobError(.internalError, "a \(format.rawValue) original was read in parts")
+    }
+    return data
+  }
+}
+
 enum SourceDecoders {
+  /// Every decoder. Which formats each reads it says itself; the format table says which formats are
+  /// decoded at all (a test holds the two together).
+  static var all: [any FormatDecoder.Type] {
+    [
+      JPEGSource.self, HEIFSource.self, PNGSource.self, WebPSource.self, GIFSource.self, JXLSource.self,
+      VideoSource.self,
+    ]
+  }
+
+  /// The decoder of `format`, nil for none.
+  static func decoder(for format: ImageFormat) -> (any FormatDecoder.Type)? {
+    all.first { $0.formats.contains(format) }
+  }
+
   /// The decoder for the original's format, as sniffed from its bytes, with the header read and the
   /// pixel count checked against `maxPixels`.
   static func make(_ original: OriginalBytes, maxPixels: Int) throws(JobError) -> any SourceDecoder {
     guard let format = original.format else {
       throw JobError(.unsupportedFormat, "the bytes are not an image format thumbd knows")
     }
-    guard format.decodes else {
+    guard format.decodes, let decoder = decoder(for: format) else {
       throw JobError(.unsupportedFormat, "\(format.rawValue) originals are not supported")
     }
-    guard let data = original.whole else {
-      guard format.readsByRanges else {
-        throw JobError(.internalError, "a \(format.rawValue) original was read in parts")
-      }
-      return try checked(VideoSource(original, maxPixels: maxPixels), maxPixels: maxPixels)
+    if original.whole == nil, !format.readsByRanges {
+      throw JobError(.internalError, "a \(format.rawValue) original was read in parts")
     }
-    let decoder: any SourceDecoder
-    switch format {
-    case .jpeg: decoder = try JPEGSource(data)
-    case .heif, .avif: decoder = try HEIFSource(data, format: format, maxPixels: maxPixels)
-    case .png: decoder = try PNGSource(data)
-    case .webp: decoder = try WebPSource(data)
-    case .video: decoder = try VideoSource(original, maxPixels: maxPixels)
-    case .gif: decoder = try GIFSource(data, maxPixels: maxPixels)
-    case .jxl: decoder = try JXLSource(data, maxPixels: maxPixels)
-    case .tiff, .bmp:
-      throw JobError(.unsupportedFormat, "\(format.rawValue) originals are not supported")
-    }
-    return try checked(decoder, maxPixels: maxPixels)
+    return try checked(decoder.open(original, format: format, maxPixels: maxPixels), maxPixels: maxPixels)
   }
 
   /// The decoder for a whole file.

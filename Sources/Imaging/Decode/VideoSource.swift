@@ -83,7 +83,7 @@ final class VideoSource: SourceDecoder {
     header = SourceHeader(
       format: .video, storedSize: display,
       orientation: Self.orientation(rotation: info.rotation, flipped: info.flipped != 0), hasAlpha: false,
-      color: Self.color(primaries: Int(info.color_primaries)))
+      color: Self.color(of: info))
   }
 
   /// A whole file.
@@ -105,7 +105,7 @@ final class VideoSource: SourceDecoder {
   func estimate(variants: [VariantSpec], margin: Double, fileBytes: Int) -> MemoryEstimate {
     MemoryCostModel.video(
       stream: stream, stored: header.storedSize, orientation: header.orientation, heldBytes: heldBytes,
-      toneMapped: toneMapped, variants: variants)
+      toneMapped: header.color.hdr != nil, variants: variants)
   }
 
   static func codec(named name: String) -> VideoStreamShape.Codec {
@@ -116,12 +116,6 @@ final class VideoSource: SourceDecoder {
     case "av1": .av1
     default: .other
     }
-  }
-
-  /// Whether the stream's pictures are HDR (PQ or HLG) by what the container says: their poster leaves
-  /// the decoder tone-mapped to RGB.
-  var toneMapped: Bool {
-    ToneMap.Signal(h273: facts.transfer) != nil && (facts.bitDepth == 0 || facts.bitDepth > 8)
   }
 
   /// The container by the file's own brand (libavformat names its demuxer, which reads many).
@@ -181,6 +175,18 @@ final class VideoSource: SourceDecoder {
     case (2, true): return .mirroredVertically
     default: return .transverse
     }
+  }
+
+  /// The stream's pictures are HDR (PQ or HLG) by what the container says, when deeper than 8 bits (or
+  /// of a depth it does not say): their poster leaves the decoder tone-mapped to RGB. A frame's own
+  /// transfer overrides the container's (`picture(of:)`).
+  static func color(of info: thumbd_video_info) -> ColorDescription {
+    if info.bit_depth == 0 || info.bit_depth > 8,
+      let hdr = HDRSignal(h273: Int(info.color_trc), primaries: Int(info.color_primaries))
+    {
+      return .hdr(hdr)
+    }
+    return color(primaries: Int(info.color_primaries))
   }
 
   /// SDR video is shown as its RGB read as sRGB, as browsers and players do with BT.709; wide-gamut
@@ -304,7 +310,11 @@ final class VideoSource: SourceDecoder {
     var reduction = "keyframe at \(time)" + (skipLoopFilters ? ", loop filters skipped" : "")
     if toneMapped { reduction += ", \(VideoSource.dynamicRange(transfer: posterTransfer)) tone-mapped" }
     if halved { reduction += ", 1/2" }
-    return DecodedSource(image: chosen.image, reduction: reduction, color: toneMapped ? .unspecified : nil)
+    // Tone-mapped, the planes are sRGB; else they are as the stream's primaries say, even when the
+    // container promised HDR.
+    return DecodedSource(
+      image: chosen.image, reduction: reduction,
+      color: toneMapped ? .unspecified : Self.color(primaries: Int(info.color_primaries)))
   }
 
   /// The keyframes of the poster window up to `until` whose bytes are not held, the first few.
@@ -359,21 +369,20 @@ final class VideoSource: SourceDecoder {
     let transfer = frame.color_trc != 2 ? Int(frame.color_trc) : Int(info.color_trc)
     posterBits = Int(frame.bits)
     posterTransfer = transfer
-    guard let signal = ToneMap.Signal(h273: transfer), frame.bits > 8, frame.gray == 0,
+    let primaries = frame.color_primaries != 2 ? Int(frame.color_primaries) : Int(info.color_primaries)
+    guard let hdr = HDRSignal(h273: transfer, primaries: primaries), frame.bits > 8, frame.gray == 0,
       let luma = frame.data.0, let cb = frame.data.1, let cr = frame.data.2
     else { return try Self.planes(of: frame) }
-    let primaries = frame.color_primaries != 2 ? Int(frame.color_primaries) : Int(info.color_primaries)
-    let map = ToneMap(
-      signal: signal, primaries: ColorPrimaries(h273: primaries) ?? .bt2020,
-      peakNits: frame.peak_nits > 0 ? frame.peak_nits : nil, display: .bt1886)
     let size = PixelSize(width: Int(frame.width), height: Int(frame.height))
     let planes = YCbCrPlanes16(
       luma: UnsafeRawPointer(luma), lumaStride: Int(frame.linesize.0), cb: UnsafeRawPointer(cb),
       cr: UnsafeRawPointer(cr), chromaStride: Int(frame.linesize.1), chromaShiftX: Int(frame.chroma_shift_x),
       chromaShiftY: Int(frame.chroma_shift_y))
-    return map.rgb(
-      planes: planes, size: size, coding: Self.coding(of: frame), bits: Int(frame.bits),
-      halved: halveHDR && size.width >= 2 && size.height >= 2)
+    return hdr.toSDR(
+      .yCbCr(
+        planes, size: size, coding: Self.coding(of: frame), bits: Int(frame.bits),
+        halved: halveHDR && size.width >= 2 && size.height >= 2),
+      display: .bt1886, peakNits: frame.peak_nits > 0 ? frame.peak_nits : nil)
   }
 
   /// How the frame's Y'CbCr stand for RGB. Unspecified matrices: BT.709 from HD up, BT.601 below, as
@@ -450,4 +459,14 @@ struct VideoFacts: Sendable, Equatable {
   var bitDepth: Int
   /// The H.273 transfer characteristics (16: PQ, 18: HLG).
   var transfer: Int
+}
+
+extension VideoSource: FormatDecoder {
+  static let formats: Set<ImageFormat> = [.video]
+
+  static func open(
+    _ original: OriginalBytes, format: ImageFormat, maxPixels: Int
+  ) throws(JobError) -> VideoSource {
+    try VideoSource(original, maxPixels: maxPixels)
+  }
 }

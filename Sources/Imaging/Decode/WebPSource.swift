@@ -234,3 +234,13 @@ final class WebPFrames: AnimationFrames {
     return AnimationFrame(image: image, duration: duration)
   }
 }
+
+extension WebPSource: FormatDecoder {
+  static let formats: Set<ImageFormat> = [.webp]
+
+  static func open(
+    _ original: OriginalBytes, format: ImageFormat, maxPixels: Int
+  ) throws(JobError) -> WebPSource {
+    try WebPSource(original.wholeFile(of: format))
+  }
+}

@@ -13,7 +13,8 @@ struct OutputStage {
     self.coding = coding
     var transform: ColorTransform?
     switch color {
-    case .unspecified: transform = nil
+    // An HDR picture's planes are sRGB once decoded (HDRSignal.toSDR).
+    case .unspecified, .hdr: transform = nil
     case .icc(let profile): transform = ColorTransformCache.shared.toSRGB(iccProfile: profile, model: model)
     case .nclx(let primaries, let transfer):
       transform =

@@ -72,8 +72,8 @@ public struct Signature: Sendable {
   }
 }
 
-/// What thumbd knows of one format: how it is sniffed, whether it is decoded, read by ranges, and
-/// animates. The memory each decode takes is MemoryCostModel's, by format.
+/// What thumbd knows of one format: how it is sniffed, how it is decoded and what that costs, whether
+/// it is read by ranges, whether it animates, how its header gives its size.
 public struct FormatTraits: Sendable {
   public var format: ImageFormat
   /// Leading bytes that identify it (ISO files are identified by `brands` instead).
@@ -85,8 +85,10 @@ public struct FormatTraits: Sendable {
   /// One of its brands anywhere in the `ftyp` list decides (images, whose files also carry generic
   /// brands); otherwise its brands count only when no image brand is there.
   public var brandsDecideAlone = false
-  /// Decoded (false: recognised, and refused as `unsupported_format`).
-  public var decodes = true
+  /// How it is decoded and what that holds beside the file and the decoded planes (MemoryCostModel);
+  /// nil: recognised, and refused as `unsupported_format`. Its decoder, in Imaging, names the formats it
+  /// reads (`SourceDecoders`), and a test holds the two together.
+  public var decoding: DecodeCost?
   /// A large file is read in parts: its head, its index, the keyframes a poster needs (by ranges from
   /// an origin that answers them, else from the spool).
   public var readsByRanges = false
@@ -94,29 +96,71 @@ public struct FormatTraits: Sendable {
   public var rangeExtensions: [String] = []
   /// May hold several frames, made into animated variants.
   public var animates = false
+  /// The pixel size its header declares, read without a decoder (the originals row is written as soon
+  /// as a download lands).
+  public var probeSize: (@Sendable ([UInt8]) -> PixelSize?)? = nil
+
+  public var decodes: Bool { decoding != nil }
+}
+
+/// What a format's decode holds beyond the file's copy and the decoded planes, per pixel of the picture
+/// (MemoryCostModel, whose figures `thumbd bench memory` checks against measured peaks).
+public enum DecodeCost: Sendable, Equatable {
+  /// libjpeg-turbo: its own model (coefficients of a progressive file, scaled decoding).
+  case jpeg
+  /// A video's decoder: its pictures by codec, size and depth (MemoryCostModel.video).
+  case video
+  /// Decoded to interleaved samples, then split into planes. The codec holds `perPixel` bytes a pixel
+  /// of its coded picture (`withAlpha` when there is alpha) and `perRow` bytes a row. `reduces`: it
+  /// decodes at a reduced size when the variants allow. `wholeImageOnly`: the codec's buffer is there
+  /// only when the decoder says the file is coded as a whole image (lossless WebP; lossy works row by
+  /// row).
+  case interleaved(
+    perPixel: Int, withAlpha: Int, perRow: Int = 0, reduces: Bool = false, wholeImageOnly: Bool = false)
 }
 
 /// The formats thumbd knows: the one table that lists them, in the order the sniffer tries them.
 public enum MediaFormats {
   public static let table: [FormatTraits] = [
-    FormatTraits(format: .jpeg, signatures: [Signature([0xFF, 0xD8, 0xFF])]),
+    FormatTraits(
+      format: .jpeg, signatures: [Signature([0xFF, 0xD8, 0xFF])], decoding: .jpeg,
+      probeSize: { ImageProbe.jpegFrame($0)?.size }),
     FormatTraits(
       format: .jxl,
       signatures: [
         Signature([0xFF, 0x0A]), Signature([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]),
-      ]),
-    FormatTraits(format: .png, signatures: [Signature([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])]),
-    FormatTraits(format: .webp, signatures: [Signature("RIFF").and("WEBP", at: 8)], animates: true),
-    FormatTraits(format: .gif, signatures: [Signature("GIF87a"), Signature("GIF89a")], animates: true),
+      ],
+      // libjxl decodes into planes of 32-bit floats (three, four with alpha) before converting them to
+      // the output's samples.
+      decoding: .interleaved(perPixel: 12, withAlpha: 16)),
+    FormatTraits(
+      format: .png, signatures: [Signature([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])],
+      // libspng decodes row by row into the interleaved picture: no buffer of its own to speak of.
+      decoding: .interleaved(perPixel: 0, withAlpha: 0), probeSize: ImageProbe.png),
+    FormatTraits(
+      format: .webp, signatures: [Signature("RIFF").and("WEBP", at: 8)],
+      // Lossless WebP decodes to a whole-image ARGB buffer first; lossy works row by row, and libwebp
+      // scales as it decodes.
+      decoding: .interleaved(perPixel: 4, withAlpha: 4, reduces: true, wholeImageOnly: true), animates: true,
+      probeSize: ImageProbe.webp),
+    FormatTraits(
+      format: .gif, signatures: [Signature("GIF87a"), Signature("GIF89a")],
+      // The canvas kept before a frame that asks to be undone ("restore to previous"), the canvas's
+      // alpha even when the GIF is opaque (it is composited as RGBA), and a row.
+      decoding: .interleaved(perPixel: 5, withAlpha: 5, perRow: 1), animates: true, probeSize: ImageProbe.gif),
     FormatTraits(
       format: .tiff,
       signatures: [Signature([0x49, 0x49, 0x2A, 0x00]), Signature([0x4D, 0x4D, 0x00, 0x2A])],
-      decodes: false),
-    FormatTraits(format: .bmp, signatures: [Signature("BM")], minimumBytes: 26, decodes: false),
-    FormatTraits(format: .avif, brands: ["avif", "avis"], brandsDecideAlone: true),
+      decoding: nil),
+    FormatTraits(format: .bmp, signatures: [Signature("BM")], minimumBytes: 26, decoding: nil),
+    // The codec's picture at its coded size (before cropping), YCbCr 4:2:0 at up to two bytes a sample
+    // (10-bit), plus alpha.
+    FormatTraits(
+      format: .avif, brands: ["avif", "avis"], brandsDecideAlone: true,
+      decoding: .interleaved(perPixel: 3, withAlpha: 5)),
     FormatTraits(
       format: .heif, brands: ["heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1"],
-      brandsDecideAlone: true),
+      brandsDecideAlone: true, decoding: .interleaved(perPixel: 3, withAlpha: 5)),
     FormatTraits(
       format: .video,
       // Matroska and WebM (an EBML header); QuickTime files older than `ftyp` begin with one of its
@@ -130,7 +174,7 @@ public enum MediaFormats {
         "M4VP", "3gp4", "3gp5", "3gp6", "3gp7", "3g2a", "3g2b", "3g2c", "mmp4", "MSNV", "dash", "f4v ",
         "XAVC", "hvc1",
       ],
-      readsByRanges: true, rangeExtensions: ["mp4", "mov", "m4v", "3gp", "3g2"]),
+      decoding: .video, readsByRanges: true, rangeExtensions: ["mp4", "mov", "m4v", "3gp", "3g2"]),
   ]
 
   /// The formats whose `ftyp` brand decides wherever it stands in the list, and the other branded

@@ -2,20 +2,23 @@
 /// `thumbs.originals` row, written as soon as a download lands, and a JPEG's frame for the memory cost
 /// model. HEIF/AVIF are left to libheif.
 public enum ImageProbe {
+  /// The pixel size the header declares, for the formats whose table entry can read it
+  /// (`FormatTraits.probeSize`); nil for the others and for a header too short or damaged.
   public static func pixelSize(_ bytes: [UInt8], format: ImageFormat) -> PixelSize? {
-    switch format {
-    case .jpeg: return jpegFrame(bytes)?.size
-    case .png:
-      // IHDR is the first chunk: width and height big-endian at offsets 16 and 20, at most 2^31-1 by
-      // the spec (and the int columns of thumbs.originals), though 32 bits are stored.
-      guard bytes.count >= 24, be32(bytes, 16) <= Int32.max, be32(bytes, 20) <= Int32.max else { return nil }
-      return positive(Int(be32(bytes, 16)), Int(be32(bytes, 20)))
-    case .gif:
-      guard bytes.count >= 10 else { return nil }
-      return positive(Int(bytes[6]) | Int(bytes[7]) << 8, Int(bytes[8]) | Int(bytes[9]) << 8)
-    case .webp: return webp(bytes)
-    default: return nil
-    }
+    format.traits.probeSize?(bytes)
+  }
+
+  /// IHDR is the first chunk: width and height big-endian at offsets 16 and 20, at most 2^31-1 by the
+  /// spec (and the int columns of thumbs.originals), though 32 bits are stored.
+  static func png(_ bytes: [UInt8]) -> PixelSize? {
+    guard bytes.count >= 24, be32(bytes, 16) <= Int32.max, be32(bytes, 20) <= Int32.max else { return nil }
+    return positive(Int(be32(bytes, 16)), Int(be32(bytes, 20)))
+  }
+
+  /// The logical screen's size, little-endian at offset 6.
+  static func gif(_ bytes: [UInt8]) -> PixelSize? {
+    guard bytes.count >= 10 else { return nil }
+    return positive(Int(bytes[6]) | Int(bytes[7]) << 8, Int(bytes[8]) | Int(bytes[9]) << 8)
   }
 
   /// The first start-of-frame of a JPEG (SOF0...SOF15 but DHT, JPG and DAC): stored size, each

@@ -118,23 +118,26 @@ public enum MemoryCostModel {
     return estimate
   }
 
-  /// PNG, WebP, HEIC and AVIF: decoded interleaved (three or four bytes a pixel), then split into as
-  /// many planes. Upper bounds: a non-interlaced PNG is decoded row by row and never holds the
-  /// interleaved image; a HEIF thumbnail, when one serves, is smaller than the primary image.
+  /// PNG, WebP, HEIC, AVIF, JPEG XL and GIF: decoded interleaved (three or four bytes a pixel, twice
+  /// that when `deep`: an HDR picture's 16-bit samples before its tone map), then split into as many
+  /// planes, beside what the format's codec holds (`FormatTraits.decoding`). Upper bounds: a
+  /// non-interlaced PNG is decoded row by row and never holds the interleaved image; a HEIF thumbnail,
+  /// when one serves, is smaller than the primary image.
   ///
   /// `composedFrame`: the size of an animated WebP's first frame when libwebp's animation decoder
   /// composes it onto its canvas (`stored`): that decoder cannot scale and holds two canvases of its own.
   public static func interleavedDecode(
     format: ImageFormat, stored: PixelSize, orientation: Orientation, hasAlpha: Bool, compressedBytes: Int,
     variants: [VariantSpec], wholeImageCodec: Bool = true, margin: Double = RenderPlanner.reductionMargin,
-    coded: PixelSize? = nil, composedFrame: PixelSize? = nil, frames: Int = 1
+    coded: PixelSize? = nil, composedFrame: PixelSize? = nil, frames: Int = 1, deep: Bool = false
   ) -> MemoryEstimate {
     var estimate = MemoryEstimate()
     // The decoders keep a copy of the file for as long as they live (OwnedBytes).
     estimate.compressed = 2 * compressedBytes
     let upright = orientation.uprightSize(of: stored)
+    let codec = format.traits.decoding
     var decoded = stored
-    if format == .webp, composedFrame == nil,
+    if case .interleaved(_, _, _, reduces: true, _)? = codec, composedFrame == nil,
       let reduced = RenderPlanner.reducedDecodeSize(
         stored, requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants),
         margin: margin)
@@ -144,30 +147,17 @@ public enum MemoryCostModel {
     let channels = hasAlpha || composedFrame != nil ? 4 : 3
     estimate.decoded = decoded.pixels * channels
     // Composed: the animation decoder's current canvas, RGBA, which the planes are split from.
-    estimate.interleaved = decoded.pixels * channels
-    switch format {
-    case .webp where composedFrame != nil:
+    estimate.interleaved = decoded.pixels * channels * (deep ? 2 : 1)
+    if let composedFrame {
       // Its previous canvas (kept for the next frame to blend with), and the frame's own codec buffer
       // while it decodes: a lossless frame's ARGB, four bytes a pixel of the frame (a lossy frame's
       // alpha plane is one).
-      estimate.codec = stored.pixels * 4 + (composedFrame?.pixels ?? 0) * 4
-    case .heif, .avif:
-      // The codec's picture at its coded size (before cropping), YCbCr 4:2:0 at up to two bytes a
-      // sample (10-bit), plus alpha.
-      estimate.codec = (coded ?? stored).pixels * (hasAlpha ? 5 : 3)
-    case .jxl:
-      // libjxl decodes into planes of 32-bit floats (three, four with alpha) before converting to the
-      // output's samples, and holds the file's copy.
-      estimate.codec = stored.pixels * (hasAlpha ? 16 : 12)
-    case .gif:
-      // The canvas kept before a frame that asks to be undone ("restore to previous"), a row, and the
-      // canvas's alpha even when the GIF is opaque (it is composited as RGBA).
-      estimate.codec = stored.pixels * 5 + stored.width
-    case .webp where wholeImageCodec:
-      // Lossless WebP decodes to a whole-image ARGB buffer first; lossy works row by row.
-      estimate.codec = stored.pixels * 4
-    default:
-      break
+      estimate.codec = stored.pixels * 4 + composedFrame.pixels * 4
+    } else if case .interleaved(let perPixel, let withAlpha, let perRow, _, let wholeImageOnly)? = codec,
+      wholeImageCodec || !wholeImageOnly
+    {
+      let picture = coded ?? stored
+      estimate.codec = picture.pixels * (hasAlpha ? withAlpha : perPixel) + picture.width * perRow
     }
     estimate.rendering =
       renderingBytes(
