@@ -146,8 +146,8 @@ enum ColorPrimaries: Equatable {
   var white: XY { self == .dciP3 ? (0.314, 0.351) : (0.3127, 0.3290) }
 }
 
-/// The SDR transfer curves thumbd tells apart. HDR video (PQ, HLG) is tone-mapped as it is decoded
-/// (ToneMap); an HDR still is taken as sRGB for now.
+/// The SDR transfer curves thumbd tells apart. PQ and HLG are not among them: an HDR picture is made SDR
+/// as it is decoded (ColorDescription.hdr, HDRSignal.toSDR).
 enum TransferCurve: Equatable {
   case sRGB, bt709
 
