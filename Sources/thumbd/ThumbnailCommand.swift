@@ -17,33 +17,52 @@ struct ThumbnailCommand: ParsableCommand {
   @Flag(help: "print per-file timing") var verbose = false
   @Argument(help: "image files") var files: [String]
 
-  /// A file's bytes: a video named so (.mp4, .mov, .m4v, .3gp) read by ranges, its index and first
-  /// keyframes, as the worker reads one from an origin (RangedOriginal); any other whole.
-  static func original(_ file: String) throws(JobError) -> OriginalBytes {
-    guard let handle = FileHandle(forReadingAtPath: file) else {
-      throw JobError(.notFound, "cannot read \(file)")
+  /// A file on disk read a range at a time, as the worker reads an origin or the spool.
+  struct LocalFile {
+    let path: String
+    let handle: FileHandle
+
+    init(_ path: String) throws(JobError) {
+      guard let handle = FileHandle(forReadingAtPath: path) else {
+        throw JobError(.notFound, "cannot read \(path)")
+      }
+      self.path = path
+      self.handle = handle
     }
-    defer { try? handle.close() }
+
+    func close() { try? handle.close() }
+
+    var size: Int {
+      get throws(JobError) {
+        do { return Int(try handle.seekToEnd()) } catch {
+          throw JobError(.notFound, "cannot read \(path): \(error)")
+        }
+      }
+    }
+
     func read(_ range: Range<Int>) throws(JobError) -> [UInt8] {
       do {
         try handle.seek(toOffset: UInt64(range.lowerBound))
         return [UInt8](try handle.read(upToCount: range.count) ?? Data())
       } catch {
-        throw JobError(.notFound, "cannot read \(file): \(error)")
+        throw JobError(.notFound, "cannot read \(path): \(error)")
       }
     }
-    let total: Int
-    do { total = Int(try handle.seekToEnd()) } catch {
-      throw JobError(.notFound, "cannot read \(file): \(error)")
-    }
+  }
+
+  /// A file's bytes: a video named so (.mp4, .mov, .m4v, .3gp) read by ranges, its index and first
+  /// keyframes, as the worker reads one from an origin (RangedOriginal); any other whole.
+  static func original(_ file: String) throws(JobError) -> OriginalBytes {
+    let local = try LocalFile(file)
+    defer { local.close() }
+    let total = try local.size
     guard SourceURL.readsByRanges(file), total > RangedReading.headBytes else {
-      return .whole(try read(0..<total))
+      return .whole(try local.read(0..<total))
     }
     let step = try RangedReading.run(
-      total: total, head: try read(0..<RangedReading.headBytes), planner: VideoRangePlanner(),
-      maxBytes: Int.max,
-      read: read)
-    guard case .done(let held) = step else { return .whole(try read(0..<total)) }
+      total: total, head: try local.read(0..<RangedReading.headBytes), planner: VideoRangePlanner(),
+      maxBytes: Int.max, read: local.read)
+    guard case .done(let held) = step else { return .whole(try local.read(0..<total)) }
     return .parts(held)
   }
 
@@ -51,17 +70,11 @@ struct ThumbnailCommand: ParsableCommand {
   static func adding(
     _ ranges: [Range<Int>], to original: OriginalBytes, of file: String
   ) throws(JobError) -> OriginalBytes {
-    guard var held = original.parts, let handle = FileHandle(forReadingAtPath: file) else {
-      throw JobError(.notFound, "cannot read \(file)")
-    }
-    defer { try? handle.close() }
+    guard var held = original.parts else { throw JobError(.notFound, "cannot read \(file)") }
+    let local = try LocalFile(file)
+    defer { local.close() }
     for range in ranges where !held.holds(range) {
-      do {
-        try handle.seek(toOffset: UInt64(range.lowerBound))
-        held.add([UInt8](try handle.read(upToCount: range.count) ?? Data()), at: range.lowerBound)
-      } catch {
-        throw JobError(.notFound, "cannot read \(file): \(error)")
-      }
+      held.add(try local.read(range), at: range.lowerBound)
     }
     return .parts(held)
   }
