@@ -12,6 +12,7 @@
 #
 # PG_TEMP_LISTEN: the addresses to listen on (default 127.0.0.1). Clients on the networks of those
 # addresses are trusted too: the chaos driver's workers reach it from network namespaces.
+# PG_TEMP_OPTIONS: more server options, after these (bench/fleet: more connections, pg_stat_statements).
 set -euo pipefail
 
 usage() { echo "usage: $0 start|stop|pause|resume DIR" >&2; exit 2; }
@@ -46,7 +47,7 @@ server_options() {
   local port=$1 listen
   listen=$(cat "$dir/listen" 2>/dev/null || echo 127.0.0.1)
   echo "-c listen_addresses=$listen -c port=$port -c unix_socket_directories=$dir \
--c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 ${PG_TEMP_OPTIONS:-}"
 }
 
 free_port() {

@@ -4,12 +4,15 @@ import Foundation
 import Synchronization
 import ThumbCore
 
-/// LISTENs on a channel on a connection of its own; `notifications` yields when one arrives.
+/// LISTENs on a channel on a connection of its own, while it is told to (`watching(true)`); `notifications`
+/// yields when one arrives, and once each time it starts listening (anything notified meanwhile was not
+/// heard).
 ///
-/// `listening(false)` UNLISTENs until `listening(true)`, which LISTENs again and then yields once
-/// (anything notified meanwhile was not heard): PostgreSQL wakes every listening backend of the database
-/// at each notifying commit, so a worker whose leases come back full stops listening. `watching(true)`
-/// keeps it listening whatever `listening` says (a worker that watches for the fleet).
+/// PostgreSQL wakes every listening backend of the database at each notifying commit, whatever its
+/// channel, and that costs the database about as much as a short statement per listener: a fleet's
+/// cost per job would grow with its size if every worker listened. So only a few workers of a fleet
+/// listen (the keeper's registry says which: `watching`); the others look for jobs by polling. One that
+/// is not told to listen holds no connection at all.
 ///
 /// It runs on a thread of its own, blocked in poll(2) on the connection's socket, so a notification is
 /// seen within microseconds of its arrival and costs nothing while none come. If the connection breaks
@@ -20,20 +23,17 @@ public final class NotificationListener: Sendable {
   private let conninfo: String
   private let liveness: DatabaseLiveness
   private let group: DatabaseConnections?
-  /// `LISTEN <channel>` and `UNLISTEN <channel>`.
+  /// `LISTEN <channel>`.
   private let listenStatement: String
-  private let unlistenStatement: String
-  /// Whether to listen: the producer's wish (`listening(_:)`) or the fleet's (`watching(_:)`); the
-  /// thread makes it so.
-  private let wished = Atomic<Bool>(true)
-  private let watches = Atomic<Bool>(false)
-  private var wanted: Bool { wished.load(ordering: .acquiring) || watches.load(ordering: .acquiring) }
+  /// Whether to listen (`watching(_:)`); the thread makes it so.
+  private let watches: Atomic<Bool>
+  private var wanted: Bool { watches.load(ordering: .acquiring) }
   /// Yields when a notification arrived (several since the last look are one). Ends with `stop()`.
   public let notifications: AsyncStream<Void>
   private let notify: AsyncStream<Void>.Continuation
   private let stopping = Atomic<Bool>(false)
   private let finished = DispatchSemaphore(value: 0)
-  /// A pipe `stop()` and `listening(_:)` write to, so the poll ends at once rather than at its next
+  /// A pipe `stop()` and `watching(_:)` write to, so the poll ends at once rather than at its next
   /// timeout. Its read end does not block: the thread empties it whenever it wakes.
   private let wakePipe: (read: Int32, write: Int32) = {
     var fds: [Int32] = [-1, -1]
@@ -45,17 +45,19 @@ public final class NotificationListener: Sendable {
   /// The channel the queue notifies (SQL/listen_jobs.sql).
   public static let jobsChannel = "thumbs_jobs"
 
-  /// Listens on `channel`, by default the queue's, `thumbs_jobs`.
+  /// Listens on `channel`, by default the queue's, `thumbs_jobs`, from the start when `watching`.
+  /// `group`: the process's connections to the same database, told when this one breaks (not when it
+  /// goes elsewhere: a listening URL of its own).
   public init(
     conninfo: String, channel: String = jobsChannel, liveness: DatabaseLiveness = .standard,
-    group: DatabaseConnections? = nil
+    group: DatabaseConnections? = nil, watching: Bool = false
   ) {
     self.conninfo = conninfo
+    watches = Atomic(watching)
     self.liveness = liveness
     self.group = group
     // The channel is ours (a constant), not user input; identifiers cannot be bound as parameters.
     listenStatement = channel == Self.jobsChannel ? SQL.ListenJobs.statement.text : "LISTEN \(channel)"
-    unlistenStatement = channel == Self.jobsChannel ? SQL.UnlistenJobs.statement.text : "UNLISTEN \(channel)"
     (notifications, notify) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
   }
 
@@ -78,13 +80,7 @@ public final class NotificationListener: Sendable {
     close(wakePipe.write)
   }
 
-  /// Listen (the default) or not. Cheap when nothing changes: called after every lease.
-  public func listening(_ on: Bool) {
-    guard wished.exchange(on, ordering: .acquiringAndReleasing) != on else { return }
-    wakeThread()
-  }
-
-  /// Listen whatever `listening` says, or not (the default).
+  /// Listen, or not and hold no connection. Cheap when nothing changes.
   public func watching(_ on: Bool) {
     guard watches.exchange(on, ordering: .acquiringAndReleasing) != on else { return }
     wakeThread()
@@ -109,8 +105,15 @@ public final class NotificationListener: Sendable {
   private func serve() {
     var failures = 0
     while !isStopping {
+      guard wanted else {
+        // Told not to listen: no connection until told otherwise (or stopped).
+        var wake = pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)
+        _ = poll(&wake, 1, 1000)
+        drainWakePipe()
+        continue
+      }
       let generation = group?.generation ?? 0
-      guard let (conn, listening) = connect() else {
+      guard let conn = connect() else {
         group?.lost(seenIn: generation, reason: "the listening connection could not connect")
         failures += 1
         var wake = pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)
@@ -119,9 +122,9 @@ public final class NotificationListener: Sendable {
         continue
       }
       failures = 0
-      if listening { notify.yield() }  // anything enqueued while we were not listening
+      notify.yield()  // anything enqueued while we were not listening
       // A broken connection tells the process's other connections; one of theirs ends this one too.
-      if listen(on: conn, listening: listening, generation: generation) {
+      if listen(on: conn, generation: generation) {
         group?.lost(
           seenIn: generation,
           reason: String(cString: PQerrorMessage(conn)).trimmingCharacters(in: .whitespacesAndNewlines))
@@ -130,21 +133,20 @@ public final class NotificationListener: Sendable {
     }
   }
 
-  /// A connection, listening if `wanted` (a refused LISTEN counts as a failure to connect).
-  private func connect() -> (conn: OpaquePointer, listening: Bool)? {
+  /// A listening connection (a refused LISTEN counts as a failure to connect).
+  private func connect() -> OpaquePointer? {
     guard
       let conn = try? openConnection(
         conninfo, applicationName: "thumbd-listen", liveness: liveness, group: group)
     else { return nil }
-    let listening = wanted
-    if listening && !run(listenStatement, on: conn) {
+    guard run(listenStatement, on: conn) else {
       PQfinish(conn)
       return nil
     }
-    return (conn, listening)
+    return conn
   }
 
-  /// Runs LISTEN or UNLISTEN; false when it failed (the connection is to be dropped). Each waits no
+  /// Runs LISTEN; false when it failed (the connection is to be dropped). Each waits no
   /// longer than any quick statement: a database that accepted the connection and then froze would
   /// otherwise hold the listener here for ever.
   private func run(_ statement: String, on conn: OpaquePointer) -> Bool {
@@ -155,19 +157,11 @@ public final class NotificationListener: Sendable {
     return PQresultStatus(result) == PGRES_COMMAND_OK
   }
 
-  /// Waits for notifications until the connection breaks (true), or we are stopped or another
-  /// connection of the group found the database gone (false). Listens while `wanted`.
-  private func listen(on conn: OpaquePointer, listening: Bool, generation: UInt64) -> Bool {
-    var listening = listening
-    while !isStopping {
+  /// Waits for notifications until the connection breaks (true), or we are stopped, told to stop
+  /// listening, or another connection of the group found the database gone (false).
+  private func listen(on conn: OpaquePointer, generation: UInt64) -> Bool {
+    while !isStopping && wanted {
       if let group, group.generation != generation { return false }
-      let want = wanted
-      if want != listening {
-        guard run(want ? listenStatement : unlistenStatement, on: conn) else { return true }
-        listening = want
-        // Anything enqueued while we were not listening (or not connected) was not heard.
-        if listening { notify.yield() }
-      }
       var descriptors = [
         pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0),
         pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0),

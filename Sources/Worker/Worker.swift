@@ -142,8 +142,12 @@ public final class Worker: Sendable {
       id: config.workerID, host: ProcessInfo.processInfo.hostName, pid: Int(getpid()),
       version: ThumbdVersion.current,
       concurrency: config.concurrency, memoryBudget: config.memoryBudget, leaseSeconds: config.leaseSeconds)
+    // Only a few workers of a fleet listen (the keeper's registry says which), over the listening URL
+    // when there is one: a transaction pool loses LISTEN. A listening URL of its own is not one of the
+    // connections to the main URL, whose breaking tells the others.
+    let listenGroup = config.listenDatabaseURL == nil ? connections : nil
     let listener = NotificationListener(
-      conninfo: config.databaseURL, liveness: config.databaseLiveness, group: connections)
+      conninfo: config.listenURL, liveness: config.databaseLiveness, group: listenGroup)
 
     let context = ServiceContext(
       runner: runner, readiness: readiness, shutdown: shutdown, metrics: metrics, config: config,
@@ -174,18 +178,19 @@ public final class Worker: Sendable {
       ListenerService(
         listener: listener, wake: runner.wake, notified: runner.notified, pool: pool, activity: $0)
     }
-    let webhookQueue = addWebhooks(
-      to: &services, queue: { connect(false) }, connections: connections, pool: pool, multi: multi)
-    defer { webhookQueue?.client.close() }
+    let webhooks = addWebhooks(
+      to: &services, queue: { connect(false) }, connections: listenGroup, pool: pool, multi: multi)
+    defer { webhooks?.queue.client.close() }
+    let listeners = ListenerSwitches(listeners: [listener] + (webhooks.map { [$0.listener] } ?? []))
     add("keeper") {
-      Keeper(queue: keeperQueue, context: context, record: record, listener: listener, activity: $0)
+      Keeper(queue: keeperQueue, context: context, record: record, listener: listeners, activity: $0)
     }
     if let store {
       // Collection's statements are short and few: it shares the keeper's connection.
       add("collector") { Collector(queue: keeperQueue, store: store, context: context, activity: $0) }
     }
     add("completer") { _ in completer }
-    add("producer") { Producer(queue: leaser, listener: listener, context: context, activity: $0) }
+    add("producer") { Producer(queue: leaser, context: context, activity: $0) }
     if !DefaultCMYKProfile.isInstalled {
       logger.warning(
         "CMYK profile missing: CMYK JPEGs without a profile of their own get a naive conversion",
@@ -199,16 +204,17 @@ public final class Worker: Sendable {
     return report(handler: handler, originals: originals)
   }
 
-  /// With a webhook URL: a LISTEN on thumbs_events and the webhook sender, on a connection of their own
-  /// (returned, for closing once the group has stopped).
+  /// With a webhook URL: a LISTEN on thumbs_events (while the worker is one of the fleet's few
+  /// listeners; the others' senders poll) and the webhook sender, on a connection of their own (returned
+  /// with the listener, for closing once the group has stopped).
   private func addWebhooks(
-    to services: inout ServiceList, queue connect: () -> JobQueue, connections: DatabaseConnections,
+    to services: inout ServiceList, queue connect: () -> JobQueue, connections: DatabaseConnections?,
     pool: BlockingPool, multi: CurlMulti
-  ) -> JobQueue? {
+  ) -> (queue: JobQueue, listener: NotificationListener)? {
     guard let url = config.webhookURL, let secrets = config.webhookSecrets else { return nil }
     let queue = connect()
     let events = NotificationListener(
-      conninfo: config.databaseURL, channel: "thumbs_events", liveness: config.databaseLiveness,
+      conninfo: config.listenURL, channel: "thumbs_events", liveness: config.databaseLiveness,
       group: connections)
     let wake = WakeSignal()
     services.add("event-listener") { ListenerService(listener: events, wake: wake, pool: pool, activity: $0) }
@@ -219,7 +225,7 @@ public final class Worker: Sendable {
         settings: config.webhookDelivery, poster: multi, wake: wake, metrics: metrics, logger: logger,
         activity: $0)
     }
-    return queue
+    return (queue, events)
   }
 
   /// A stop request (the command turns signals into them: StopSignals) stops the group gracefully and

@@ -12,6 +12,11 @@ public import ThumbCore
 /// (`WorkerConfig+Schedules.swift`).
 public struct WorkerConfig: Sendable {
   public var databaseURL: String
+  /// Where the listening connection goes when not to `databaseURL` (which may be a transaction pool,
+  /// where LISTEN is lost): direct, or a session pool.
+  public var listenDatabaseURL: String?
+  /// The listening connection's URL.
+  public var listenURL: String { listenDatabaseURL ?? databaseURL }
   public var storageURL: String
   /// For `s3://` storage: `--s3-endpoint` (nil: AWS), `--s3-region`, `--s3-path-style`, and the
   /// credentials from `AWS_*`.
@@ -145,7 +150,8 @@ public struct WorkerConfig: Sendable {
   /// Strings that must never appear in a log line or in `config check`: the database password, the S3
   /// secret key and session token.
   public var secrets: [String] {
-    [DatabaseURL.password(in: databaseURL)].compactMap { $0 } + (s3Credentials?.secrets ?? [])
+    [DatabaseURL.password(in: databaseURL), listenDatabaseURL.flatMap(DatabaseURL.password(in:))].compactMap { $0 }
+      + (s3Credentials?.secrets ?? [])
   }
 
   /// The library's defaults (two jobs at once, no HTTP endpoint), for a worker embedded in a program.

@@ -93,27 +93,6 @@ import Testing
     #expect(p.leased(count: 3, wanted: 8, held: 3, now: t0) == .wait(.seconds(1)))
   }
 
-  @Test func aWorkerWhoseLeasesComeBackFullStopsListeningUntilOneIsShort() {
-    var p = pacing()
-    #expect(p.listens)
-    // Full leases for less than `quietAfter` (1 s): still listening.
-    _ = p.leased(count: 8, wanted: 8, held: 8, now: t0)
-    _ = p.leased(count: 8, wanted: 8, held: 8, now: t0 + .milliseconds(900))
-    #expect(p.listens)
-    _ = p.leased(count: 8, wanted: 8, held: 8, now: t0 + .seconds(1))
-    #expect(!p.listens)
-    // A short lease: the worker may go idle, so it listens again, and the count starts over.
-    _ = p.leased(count: 3, wanted: 8, held: 3, now: t0 + .seconds(2))
-    #expect(p.listens)
-    _ = p.leased(count: 8, wanted: 8, held: 8, now: t0 + .milliseconds(2500))
-    #expect(p.listens)
-    _ = p.leased(count: 8, wanted: 8, held: 8, now: t0 + .milliseconds(3500))
-    #expect(!p.listens)
-    // So does a failed lease.
-    _ = p.leaseFailed(now: t0 + .seconds(4))
-    #expect(p.listens)
-  }
-
   @Test func failedLeasesBackOffUpToACap() {
     var p = pacing()
     #expect(p.leaseFailed(now: t0) == .wait(.milliseconds(250)))

@@ -84,7 +84,6 @@ import ThumbCore
     let statements: Statements
     let handler: Fakes.Handler
     let writer: Fakes.Writer
-    let listener: Fakes.Switch
     let context: ServiceContext
     let task: Task<Void, Never>
 
@@ -101,16 +100,14 @@ import ThumbCore
     started: Bool = true
   ) -> Running {
     let writer = Fakes.Writer()
-    let listener = Fakes.Switch()
     let context = Fakes.context(config, handler: handler, writer: writer)
     if started { context.readiness.started() }
     let producer = Producer(
-      queue: statements, listener: listener, context: context,
+      queue: statements, context: context,
       activity: ServiceActivity().reporter(for: "producer"))
     let task = Task { _ = try? await producer.run() }
     return Running(
-      statements: statements, handler: handler, writer: writer, listener: listener, context: context,
-      task: task)
+      statements: statements, handler: handler, writer: writer, context: context, task: task)
   }
 
   @Test func itLeasesWhatTheSlotsAndTheReadAheadTakeAndStartsIt() async {
@@ -143,8 +140,6 @@ import ThumbCore
     producer.context.runner.notified.raise()
     producer.context.runner.wake.signal()
     #expect(await Fakes.eventually { producer.statements.leaseCount == 2 })
-    // Short leases keep the worker listening.
-    #expect(producer.listener.wishes.withLock { $0 } == [true, true])
     await producer.stop()
   }
 
@@ -190,7 +185,6 @@ import ThumbCore
     // The first failure waits a quarter second (ProducerPacing.Settings.leaseBackoff).
     #expect(leases[0].at.duration(to: leases[1].at) >= .milliseconds(250))
     #expect(statements.state.withLock { $0.reclaims.isEmpty }, "a query error is an answer: nothing leased")
-    #expect(producer.listener.wishes.withLock { $0.first } == true)
     await producer.stop()
   }
 
@@ -218,13 +212,4 @@ import ThumbCore
     #expect(!producer.context.shutdown.isRequested, "it ended by itself")
   }
 
-  @Test func leasesThatComeBackFullForASecondStopTheListeningUntilOneIsShort() async {
-    let statements = Statements()
-    let producer = run(statements, handler: Fakes.Handler(instant: true))
-    #expect(await Fakes.eventually { producer.listener.wishes.withLock { $0.last } == false })
-    statements.empty()
-    producer.context.runner.wake.signal()
-    #expect(await Fakes.eventually { producer.listener.wishes.withLock { $0.last } == true })
-    await producer.stop()
-  }
 }

@@ -69,13 +69,10 @@ enum ServiceFakes {
     func releaseUnclaimed(_ storageKeys: [String]) async {}
   }
 
-  /// Keeps what the services told the listener, in order.
+  /// Keeps what the keeper told the listener, in order: what the registry answered (`watching`).
   final class Switch: ListenerSwitch {
-    /// What the producer wished (`listening`) and what the registry answered (`watching`).
-    let wishes = Mutex<[Bool]>([])
     let watches = Mutex<[Bool]>([])
 
-    func listening(_ on: Bool) { wishes.withLock { $0.append(on) } }
     func watching(_ on: Bool) { watches.withLock { $0.append(on) } }
   }
 

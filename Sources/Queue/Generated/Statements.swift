@@ -2552,26 +2552,6 @@ public enum SQL {
     }
   }
 
-  /// Ends the listener's subscription to thumbs_jobs while its worker needs no wake-up (every lease comes
-  /// back full): PostgreSQL wakes every listening backend of the database at each commit that notifies,
-  /// whatever the channel, so a busy fleet that keeps listening pays for each event of every job.
-  public enum UnlistenJobs: TypedStatement {
-    public static let statement = SQLStatement(
-      name: "unlisten_jobs",
-      text: #"""
-        UNLISTEN thumbs_jobs
-        """#,
-      parameters: [],
-      parameterTypes: [],
-      columns: [],
-      columnTypes: [],
-      deadline: .quick)
-
-    public typealias Parameters = NoParameters
-
-    public typealias Row = NoRow
-  }
-
   /// Releases the lock of lock_migrations.
   public enum UnlockMigrations: TypedStatement {
     public static let statement = SQLStatement(
@@ -2651,6 +2631,6 @@ public enum SQL {
     PruneOriginals.statement, QueueDepth.statement, RecordMigration.statement, RecordOriginal.statement,
     RegisterWebhook.statement, RescueExpiredJobs.statement, SchemaVersion.statement,
     SessionSettings.statement, StatusQueue.statement, StatusWorkers.statement, UnheldJobs.statement,
-    UnlistenJobs.statement, UnlockMigrations.statement, WithdrawWorker.statement,
+    UnlockMigrations.statement, WithdrawWorker.statement,
   ]
 }

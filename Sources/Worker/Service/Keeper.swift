@@ -144,12 +144,13 @@ struct Keeper: Service, WithServiceContext {
     do {
       let newest = try await readiness.observe { () throws(PostgresError) in try await queue.schemaVersion() }
       if let problem = SchemaRequirement.problem(newestApplied: newest) { return .schema(problem) }
-      _ = try await readiness.observe { () throws(PostgresError) in
-        // Whether it watches for the fleet is left to the heartbeats: workers that start together would
-        // each count the others not yet announced out, and all watch.
+      let watches = try await readiness.observe { () throws(PostgresError) in
         try await queue.announce(
           record, counters: metrics.counters, stopping: false, watchers: JobQueue.fleetWatchers)
       }
+      // A lone worker listens from its first lease on. Workers that start together may each count the
+      // others not yet announced out, and more than a few listen until their first heartbeat says.
+      listener.watching(watches)
       return nil
     } catch {
       if let problem = SchemaRequirement.problem(error) { return .schema(problem) }

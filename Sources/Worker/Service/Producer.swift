@@ -15,16 +15,22 @@ protocol LeaseStatements: Sendable {
 
 extension JobQueue: LeaseStatements {}
 
-/// What the producer and the keeper tell the worker's `NotificationListener` (a test's own, to see it
-/// without a LISTEN connection): whether to listen for enqueued jobs.
+/// What the keeper tells the worker's listeners (a test's own, to see it without a LISTEN connection):
+/// whether this worker is one of the few of its fleet that listen (the registry's `watches`).
 protocol ListenerSwitch: Sendable {
-  /// The producer's wish: listen, or not while every lease comes back full.
-  func listening(_ on: Bool)
-  /// The fleet's: keep listening whatever the producer wishes.
   func watching(_ on: Bool)
 }
 
 extension NotificationListener: ListenerSwitch {}
+
+/// Several listeners told alike (for jobs, and for events when the worker sends webhooks).
+struct ListenerSwitches: ListenerSwitch {
+  let listeners: [any ListenerSwitch]
+
+  func watching(_ on: Bool) {
+    for listener in listeners { listener.watching(on) }
+  }
+}
 
 /// Leases due jobs as slots free up and starts them; on a stop, waits out the grace period and hands
 /// back what still runs. Its decisions come from `ProducerPacing`; this only performs them.
@@ -33,8 +39,6 @@ extension NotificationListener: ListenerSwitch {}
 /// writes and the keeper still heartbeats.
 struct Producer: Service, WithServiceContext {
   let queue: any LeaseStatements
-  /// Listens while the pacing says so (`ProducerPacing.listens`).
-  let listener: any ListenerSwitch
   let context: ServiceContext
   let activity: ServiceActivity.Reporter
 
@@ -86,7 +90,6 @@ struct Producer: Service, WithServiceContext {
               "lease failed, will retry",
               metadata: ["error": "\(error)", "failures": "\(pacing.consecutiveFailures)"])
           }
-          listener.listening(pacing.listens)
         case .reclaim:
           activity.awaiting("a look for jobs a lost lease answer may have leased")
           do {

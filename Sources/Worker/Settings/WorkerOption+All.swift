@@ -16,6 +16,14 @@ extension WorkerOption {
         settings.databaseURL = value
       }, render: { $0.databaseURL }),
     WorkerOption(
+      "listen-database-url", .value(placeholder: "URL"), secret: true, default: "--database-url",
+      help:
+        "the connection that listens for new jobs (and for events, with --webhook-url): direct to PostgreSQL or through a session pool, when --database-url goes through a transaction pool, which loses LISTEN",
+      apply: { value, settings throws(OptionError.Problem) in
+        guard !value.trimmingCharacters(in: .whitespaces).isEmpty else { throw .init("is empty") }
+        settings.listenDatabaseURL = value
+      }, render: { $0.listenDatabaseURL ?? "" }),
+    WorkerOption(
       "storage", .value(placeholder: "URL"), default: "required",
       help:
         "where thumbnails go: `file:///abs/dir`, or `s3://bucket/prefix` with credentials in `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and optional `AWS_SESSION_TOKEN`",

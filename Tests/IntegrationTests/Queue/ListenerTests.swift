@@ -5,9 +5,9 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// The listener stops listening when told (a worker whose leases come back full needs no wake-up, and
-/// every listening backend is woken at each notifying commit of the database) and, back to listening,
-/// yields once for what it may have missed.
+/// Few workers of a fleet listen (every listening backend is woken at each notifying commit of the
+/// database): the registry names them, and a listener listens only while told to, holding no connection
+/// otherwise, and yields once each time it starts for what it may have missed.
 @Suite(.serialized) struct ListenerTests {
   let pool = BlockingPool(threads: 2, name: "listener-test")
 
@@ -38,7 +38,7 @@ import Testing
     #expect(try await announce("e"))
   }
 
-  @Test func unlistensWhenToldAndYieldsOnceWhenItListensAgain() async throws {
+  @Test func listensOnlyWhileToldAndHoldsNoConnectionOtherwise() async throws {
     let database = try TestDatabase.create()
     let listener = NotificationListener(conninfo: database)
     let heard = Atomic<Int>(0)
@@ -50,22 +50,26 @@ import Testing
       listener.stop()
       counting.cancel()
     }
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(try listenerLastStatement(database) == nil, "not told to listen: no connection")
+    #expect(heard.load(ordering: .relaxed) == 0)
+
+    listener.watching(true)
     #expect(try await eventually(timeout: 5) { try listenerLastStatement(database) == "LISTEN thumbs_jobs" })
     // One yield on connecting: what was enqueued before it listened.
     #expect(await eventually(timeout: 2) { heard.load(ordering: .relaxed) == 1 })
     try sql(database, "NOTIFY thumbs_jobs")
     #expect(await eventually(timeout: 2) { heard.load(ordering: .relaxed) == 2 })
 
-    listener.listening(false)
-    #expect(
-      try await eventually(timeout: 5) { try listenerLastStatement(database) == "UNLISTEN thumbs_jobs" })
+    listener.watching(false)
+    #expect(try await eventually(timeout: 5) { try listenerLastStatement(database) == nil })
     try sql(database, "NOTIFY thumbs_jobs")
     try await Task.sleep(for: .milliseconds(300))
     #expect(heard.load(ordering: .relaxed) == 2)
-    // Told again: nothing changes, nothing is run.
-    listener.listening(false)
+    // Told again: nothing changes.
+    listener.watching(false)
 
-    listener.listening(true)
+    listener.watching(true)
     #expect(try await eventually(timeout: 5) { try listenerLastStatement(database) == "LISTEN thumbs_jobs" })
     #expect(await eventually(timeout: 2) { heard.load(ordering: .relaxed) == 3 })
     try sql(database, "NOTIFY thumbs_jobs")

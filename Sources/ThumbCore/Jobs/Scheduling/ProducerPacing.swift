@@ -28,11 +28,6 @@ public struct ProducerPacing: Sendable {
     /// and the read-ahead are taken: a new upload is leased at once and, its owner having nothing at
     /// work here, takes the next free slot (HeldJobs) instead of waiting behind the read-ahead job.
     public var onNotification = 1
-    /// Once every lease has come back full for this long, the worker stops listening for notifications
-    /// (`listens`): each notifying commit wakes every listening backend of the database, whatever its
-    /// channel, and a worker that always finds jobs needs no wake-up. The first short lease makes it
-    /// listen again.
-    public var quietAfter: Duration = .seconds(1)
     /// After a lease statement whose answer was lost, how long to keep looking for jobs the database
     /// leased to this worker anyway (it may run the statement late, when it comes back); past this their
     /// leases have expired and any worker's rescue returns them. The lease's length.
@@ -91,10 +86,6 @@ public struct ProducerPacing: Sendable {
   private var freeSince: ContinuousClock.Instant?
   /// A notification of enqueued jobs came, and no lease statement ran since.
   private var heard = false
-  /// Since when every lease has come back full (nil: the last one was short, or failed).
-  private var fullSince: ContinuousClock.Instant?
-  /// Whether the worker listens for notifications of enqueued jobs (its listener follows this).
-  public private(set) var listens = true
   private var failures = 0
   private var stopDeadline: ContinuousClock.Instant?
   /// After a lost lease answer: when to look for unheld jobs next, and until when (nil until the first
@@ -147,14 +138,8 @@ public struct ProducerPacing: Sendable {
   /// The lease statement returned `count` of the `wanted` jobs; `held` counts them already.
   public mutating func leased(count: Int, wanted: Int, held: Int, now: ContinuousClock.Instant) -> Action {
     failures = 0
-    if count == wanted {
-      let since = fullSince ?? now
-      fullSince = since
-      if since.duration(to: now) >= settings.quietAfter { listens = false }
-      return .proceed  // there may be more ready: lease again without waiting
-    }
-    fullSince = nil
-    listens = true
+    // A full lease: there may be more ready, so lease again without waiting.
+    if count == wanted { return .proceed }
     if settings.drain && count == 0 && held == 0 { return .rescue }
     return .wait(settings.pollInterval)
   }
@@ -165,8 +150,6 @@ public struct ProducerPacing: Sendable {
   /// has passed.
   public mutating func leaseFailed(answerLost: Bool = false, now: ContinuousClock.Instant) -> Action {
     failures += 1
-    fullSince = nil
-    listens = true
     let delay = settings.leaseBackoff.delay(afterFailures: failures)
     if answerLost {
       reclaimAt = reclaimAt ?? now + delay
