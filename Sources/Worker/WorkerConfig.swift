@@ -150,7 +150,9 @@ public struct WorkerConfig: Sendable {
   /// Strings that must never appear in a log line or in `config check`: the database password, the S3
   /// secret key and session token.
   public var secrets: [String] {
-    [DatabaseURL.password(in: databaseURL), listenDatabaseURL.flatMap(DatabaseURL.password(in:))].compactMap { $0 }
+    [DatabaseURL.password(in: databaseURL), listenDatabaseURL.flatMap(DatabaseURL.password(in:))].compactMap {
+      $0
+    }
       + (s3Credentials?.secrets ?? [])
   }
 

@@ -224,14 +224,21 @@ struct QueueBehaviourTests {
     #expect(try await eventually(timeout: 3) { try state(database, woken) == "succeeded" })
     #expect(try startDelay(database, woken) < 0.5)
 
+    let watchers = try listenerBackends(database)
     _ = try await workers[0].stop()
     _ = try await workers[1].stop()
-    #expect(try await eventually(timeout: 10) { try listenerBackends(database).count == 1 })
+    // The third's own listening backend, not one of the two going away.
+    #expect(
+      try await eventually(timeout: 10) {
+        let now = try listenerBackends(database)
+        return now.count == 1 && !watchers.contains(now[0])
+      })
     try await Task.sleep(for: .milliseconds(300))
     let taken = try sql(database, "SELECT thumbs.enqueue($1::text || '?n=2')", [url]).rows[0][0]!
     #expect(try await eventually(timeout: 3) { try state(database, taken) == "succeeded" })
     #expect(try startDelay(database, taken) < 0.5)
-    #expect(try sql(database, "SELECT leased_by FROM thumbs.jobs WHERE id = $1::bigint", [taken]).rows == [["w-c"]])
+    #expect(
+      try sql(database, "SELECT leased_by FROM thumbs.jobs WHERE id = $1::bigint", [taken]).rows == [["w-c"]])
     _ = try await workers[2].stop()
   }
 
