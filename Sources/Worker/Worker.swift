@@ -181,16 +181,16 @@ public final class Worker: Sendable {
     let webhooks = addWebhooks(
       to: &services, queue: { connect(false) }, connections: listenGroup, pool: pool, multi: multi)
     defer { webhooks?.queue.client.close() }
-    let listeners = ListenerSwitches(listeners: [listener] + (webhooks.map { [$0.listener] } ?? []))
+    let role = FleetRole(listeners: [listener] + (webhooks.map { [$0.listener] } ?? []))
     add("keeper") {
-      Keeper(queue: keeperQueue, context: context, record: record, listener: listeners, activity: $0)
+      Keeper(queue: keeperQueue, context: context, record: record, role: role, activity: $0)
     }
     if let store {
       // Collection's statements are short and few: it shares the keeper's connection.
       add("collector") { Collector(queue: keeperQueue, store: store, context: context, activity: $0) }
     }
     add("completer") { _ in completer }
-    add("producer") { Producer(queue: leaser, context: context, activity: $0) }
+    add("producer") { Producer(queue: leaser, role: role, context: context, activity: $0) }
     if !DefaultCMYKProfile.isInstalled {
       logger.warning(
         "CMYK profile missing: CMYK JPEGs without a profile of their own get a naive conversion",

@@ -93,6 +93,21 @@ import Testing
     #expect(p.leased(count: 3, wanted: 8, held: 3, now: t0) == .wait(.seconds(1)))
   }
 
+  /// A worker that does not listen (most of a fleet) waits longer after each empty lease, up to the
+  /// cap; a lease that finds a job starts it over. A listening worker polls at the interval: it is woken
+  /// by notifications anyway, and a lone worker must find scheduled jobs on time.
+  @Test func aWorkerThatDoesNotListenBacksOffWhileItFindsNothing() {
+    var p = pacing()
+    p.fleet(listens: false)
+    let waits = (0..<6).map { _ in p.leased(count: 0, wanted: 8, held: 0, now: t0) }
+    #expect(waits == [1, 2, 4, 8, 8, 8].map { .wait(.seconds($0)) })
+    #expect(p.leased(count: 1, wanted: 8, held: 1, now: t0) == .wait(.seconds(1)))
+    #expect(p.leased(count: 0, wanted: 8, held: 1, now: t0) == .wait(.seconds(1)))
+    #expect(p.leased(count: 0, wanted: 8, held: 1, now: t0) == .wait(.seconds(2)))
+    p.fleet(listens: true)
+    #expect(p.leased(count: 0, wanted: 8, held: 0, now: t0) == .wait(.seconds(1)))
+  }
+
   @Test func failedLeasesBackOffUpToACap() {
     var p = pacing()
     #expect(p.leaseFailed(now: t0) == .wait(.milliseconds(250)))

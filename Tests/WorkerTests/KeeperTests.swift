@@ -156,7 +156,7 @@ import ThumbCore
       id: config.workerID, host: "test", pid: 1, version: "test", concurrency: config.concurrency,
       memoryBudget: config.memoryBudget, leaseSeconds: config.leaseSeconds)
     let keeper = Keeper(
-      queue: statements, context: context, record: record, listener: listener,
+      queue: statements, context: context, record: record, role: FleetRole(listeners: [listener]),
       activity: ServiceActivity().reporter(for: "keeper"))
     await testGracefulShutdown { trigger in
       let run = Task { try? await keeper.run() }

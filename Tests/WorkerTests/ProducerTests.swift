@@ -103,7 +103,7 @@ import ThumbCore
     let context = Fakes.context(config, handler: handler, writer: writer)
     if started { context.readiness.started() }
     let producer = Producer(
-      queue: statements, context: context,
+      queue: statements, role: FleetRole(listeners: []), context: context,
       activity: ServiceActivity().reporter(for: "producer"))
     let task = Task { _ = try? await producer.run() }
     return Running(

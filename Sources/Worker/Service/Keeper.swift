@@ -42,8 +42,9 @@ struct Keeper: Service, WithServiceContext {
   let queue: any KeeperStatements
   let context: ServiceContext
   let record: WorkerRecord
-  /// Told at each announcement whether this worker watches for the fleet (keeps listening while busy).
-  let listener: any ListenerSwitch
+  /// Told at each announcement whether this worker is one of the few of its fleet that listen; those
+  /// also run the fleet's rounds (rescue, promotion, housekeeping).
+  let role: FleetRole
   let activity: ServiceActivity.Reporter
 
   func run() async throws {
@@ -60,7 +61,7 @@ struct Keeper: Service, WithServiceContext {
       var schedule = KeeperSchedule(config.keeperSchedule, start: .now)
       while !ending.isResolved {
         readiness.keeperRound()
-        for task in schedule.due(now: .now, stopping: shutdown.isRequested) {
+        for task in schedule.due(now: .now, stopping: shutdown.isRequested, forTheFleet: role.listens) {
           activity.awaiting("its \(task.rawValue) statement")
           await perform(task)
         }
@@ -150,7 +151,7 @@ struct Keeper: Service, WithServiceContext {
       }
       // A lone worker listens from its first lease on. Workers that start together may each count the
       // others not yet announced out, and more than a few listen until their first heartbeat says.
-      listener.watching(watches)
+      role.watching(watches)
       return nil
     } catch {
       if let problem = SchemaRequirement.problem(error) { return .schema(problem) }
@@ -190,7 +191,7 @@ struct Keeper: Service, WithServiceContext {
           let watches = try await queue.announce(
             record, counters: metrics.counters, stopping: shutdown.isRequested,
             watchers: JobQueue.fleetWatchers)
-          listener.watching(watches)
+          role.watching(watches)
         }
       } catch {
         logger.warning("could not refresh the worker registry", metadata: ["error": "\(error)"])

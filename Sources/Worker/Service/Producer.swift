@@ -1,6 +1,7 @@
 import Logging
 import Queue
 import ServiceLifecycle
+import Synchronization
 import ThumbCore
 
 /// The statements a producer runs: the queue's (`JobQueue`), or a test's own.
@@ -23,13 +24,24 @@ protocol ListenerSwitch: Sendable {
 
 extension NotificationListener: ListenerSwitch {}
 
-/// Several listeners told alike (for jobs, and for events when the worker sends webhooks).
-struct ListenerSwitches: ListenerSwitch {
-  let listeners: [any ListenerSwitch]
+/// Whether this worker is one of the few of its fleet that listen, as the keeper last heard it from the
+/// registry: it tells the worker's listeners (for jobs, and for events when it sends webhooks), and the
+/// producer's pacing and the keeper's fleet-wide rounds read it. Until told, a worker counts as one:
+/// a lone worker must.
+final class FleetRole: Sendable {
+  private let state = Atomic<Bool>(true)
+  private let listeners: [any ListenerSwitch]
+
+  init(listeners: [any ListenerSwitch]) {
+    self.listeners = listeners
+  }
 
   func watching(_ on: Bool) {
+    state.store(on, ordering: .releasing)
     for listener in listeners { listener.watching(on) }
   }
+
+  var listens: Bool { state.load(ordering: .acquiring) }
 }
 
 /// Leases due jobs as slots free up and starts them; on a stop, waits out the grace period and hands
@@ -39,6 +51,7 @@ struct ListenerSwitches: ListenerSwitch {
 /// writes and the keeper still heartbeats.
 struct Producer: Service, WithServiceContext {
   let queue: any LeaseStatements
+  let role: FleetRole
   let context: ServiceContext
   let activity: ServiceActivity.Reporter
 
@@ -62,6 +75,7 @@ struct Producer: Service, WithServiceContext {
         switch action {
         case .proceed:
           // Jobs whose outcome is being written need no slot: lease for them now (JobRunner.finishing).
+          pacing.fleet(listens: role.listens)
           action = pacing.next(
             held: runner.held - runner.finishing, aside: runner.aside, notified: runner.notified.take(),
             now: .now)

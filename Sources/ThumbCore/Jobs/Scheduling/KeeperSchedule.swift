@@ -52,18 +52,21 @@ public struct KeeperSchedule: Sendable {
 
   /// The tasks due at `now`, in the order to run them; each is scheduled again one interval from `now`.
   /// A stopping worker only heartbeats: it keeps its leases alive while its jobs finish or are handed
-  /// back, and leaves rescue, promotion and housekeeping to the workers that stay.
-  public mutating func due(now: ContinuousClock.Instant, stopping: Bool) -> [Task] {
+  /// back, and leaves rescue, promotion and housekeeping to the workers that stay. So does one that is
+  /// not `forTheFleet` (not one of the few that listen): those rounds are the fleet's, and a hundred
+  /// workers each running them every second would cost the database more than the work.
+  public mutating func due(now: ContinuousClock.Instant, stopping: Bool, forTheFleet: Bool = true) -> [Task] {
     var tasks: [Task] = []
+    let fleetWide = !stopping && forTheFleet
     if now >= nextHeartbeat {
       nextHeartbeat = now + settings.heartbeatInterval
       tasks.append(.heartbeat)
-      if !stopping { tasks.append(.rescue) }
+      if fleetWide { tasks.append(.rescue) }
     }
     if stopping { return tasks }
     if now >= nextHousekeeping {
       nextHousekeeping = now + settings.housekeepingInterval
-      tasks.append(.housekeeping)
+      if fleetWide { tasks.append(.housekeeping) }
     }
     if now >= nextSample {
       nextSample = now + settings.sampleInterval
@@ -71,7 +74,7 @@ public struct KeeperSchedule: Sendable {
     }
     if now >= nextPromote {
       nextPromote = now + settings.promoteInterval
-      tasks.append(.promoteDue)
+      if fleetWide { tasks.append(.promoteDue) }
     }
     return tasks
   }

@@ -19,6 +19,12 @@ public struct ProducerPacing: Sendable {
     public var shutdownGrace: Duration
     /// While jobs run, one free slot waits this long for others before it is leased alone.
     public var settle: Duration = .milliseconds(20)
+    /// How long a worker that does not listen (`fleet(listens:)`: most of a fleet's) waits after empty
+    /// leases: `pollInterval` after the first, doubling up to the cap while the queue stays empty here.
+    /// An idle fleet's statements per second then do not grow with `pollInterval`'s few seconds times
+    /// its size; a burst reaches such a worker within the cap, while the listeners take fresh uploads at
+    /// once. A listening worker waits `pollInterval` (it is woken anyway).
+    public var idleBackoffCap: Duration = .seconds(8)
     /// The pause after failed lease statements: a quarter second more each time, up to 5 s.
     public var leaseBackoff = Backoff(first: .milliseconds(250), cap: .seconds(5), growth: .linear)
     /// Jobs leased beyond the slots: each waits for a slot with its original already downloading, so
@@ -87,6 +93,10 @@ public struct ProducerPacing: Sendable {
   /// A notification of enqueued jobs came, and no lease statement ran since.
   private var heard = false
   private var failures = 0
+  /// Empty leases in a row (for the idle backoff).
+  private var empty = 0
+  /// Whether this worker is one of the few of its fleet that listen.
+  public private(set) var listens = true
   private var stopDeadline: ContinuousClock.Instant?
   /// After a lost lease answer: when to look for unheld jobs next, and until when (nil until the first
   /// look succeeds: the window starts once the database answers again).
@@ -135,13 +145,22 @@ public struct ProducerPacing: Sendable {
     return .lease(limit: min(free, settings.leaseBatch))
   }
 
+  /// Whether this worker listens for enqueued jobs (the fleet's registry says; a worker that does not
+  /// is woken by nothing but its own jobs, and backs off while it finds none).
+  public mutating func fleet(listens: Bool) {
+    self.listens = listens
+  }
+
   /// The lease statement returned `count` of the `wanted` jobs; `held` counts them already.
   public mutating func leased(count: Int, wanted: Int, held: Int, now: ContinuousClock.Instant) -> Action {
     failures = 0
+    empty = count == 0 ? empty + 1 : 0
     // A full lease: there may be more ready, so lease again without waiting.
     if count == wanted { return .proceed }
     if settings.drain && count == 0 && held == 0 { return .rescue }
-    return .wait(settings.pollInterval)
+    guard !listens, empty > 0 else { return .wait(settings.pollInterval) }
+    let idle = Backoff(first: settings.pollInterval, cap: max(settings.pollInterval, settings.idleBackoffCap))
+    return .wait(.seconds(idle.seconds(afterFailures: empty)))
   }
 
   /// The lease statement failed (the database is away or restarting): back off a little more each time.
