@@ -112,16 +112,19 @@ import Testing
     #expect(!s.due(now: t0 + .seconds(200), stopping: true).contains(.promoteDue))
   }
 
-  /// A worker that is not one of the few of its fleet that listen heartbeats and samples; rescue,
-  /// promotion and housekeeping are the listeners' rounds. Told it listens, it runs them again.
+  /// A worker that is not one of the few of its fleet that listen heartbeats, and samples the fleet's
+  /// count less often; rescue, promotion and housekeeping are the listeners' rounds. Told it listens,
+  /// it runs them again.
   @Test func onlyTheFleetsListenersRunItsRounds() {
     var s = schedule
     #expect(s.due(now: t0, stopping: false, forTheFleet: false) == [.sampleQueue])
     #expect(s.due(now: t0 + .seconds(1), stopping: false, forTheFleet: false) == [.heartbeat])
     #expect(s.due(now: t0 + .seconds(2), stopping: false, forTheFleet: false) == [.heartbeat])
-    #expect(s.due(now: t0 + .seconds(5), stopping: false, forTheFleet: false) == [.heartbeat, .sampleQueue])
+    // The fleet's count sampled six times less often: every 30 s rather than 5.
+    #expect(s.due(now: t0 + .seconds(5), stopping: false, forTheFleet: false) == [.heartbeat])
+    #expect(s.due(now: t0 + .seconds(30), stopping: false, forTheFleet: false) == [.heartbeat, .sampleQueue])
     #expect(
-      s.due(now: t0 + .seconds(7), stopping: false, forTheFleet: true) == [.heartbeat, .rescue, .promoteDue])
+      s.due(now: t0 + .seconds(32), stopping: false, forTheFleet: true) == [.heartbeat, .rescue, .promoteDue])
   }
 
   @Test func aLateRoundSchedulesFromWhenItRan() {

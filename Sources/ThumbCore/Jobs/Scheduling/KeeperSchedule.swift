@@ -34,6 +34,8 @@ public struct KeeperSchedule: Sendable {
   }
 
   public let settings: Settings
+  /// How many sample intervals a worker that does not run the fleet's rounds waits between samples.
+  public static let quietSampleFactor = 6
   private var nextHeartbeat: ContinuousClock.Instant
   private var nextHousekeeping: ContinuousClock.Instant
   private var nextSample: ContinuousClock.Instant
@@ -69,7 +71,9 @@ public struct KeeperSchedule: Sendable {
       if fleetWide { tasks.append(.housekeeping) }
     }
     if now >= nextSample {
-      nextSample = now + settings.sampleInterval
+      // The count is the fleet's, shared (queue_depth.sql): the listeners keep it fresh, the others
+      // look less often, for their gauges and their readiness.
+      nextSample = now + settings.sampleInterval * (forTheFleet ? 1 : Self.quietSampleFactor)
       tasks.append(.sampleQueue)
     }
     if now >= nextPromote {
