@@ -146,8 +146,10 @@ public final class Worker: Sendable {
     // when there is one: a transaction pool loses LISTEN. A listening URL of its own is not one of the
     // connections to the main URL, whose breaking tells the others.
     let listenGroup = config.listenDatabaseURL == nil ? connections : nil
+    // It listens from the start, as FleetRole counts every worker a listener until the registry says
+    // otherwise: a lone worker hears its first upload as soon as it leases.
     let listener = NotificationListener(
-      conninfo: config.listenURL, liveness: config.databaseLiveness, group: listenGroup)
+      conninfo: config.listenURL, liveness: config.databaseLiveness, group: listenGroup, watching: true)
 
     let context = ServiceContext(
       runner: runner, readiness: readiness, shutdown: shutdown, metrics: metrics, config: config,
@@ -215,7 +217,7 @@ public final class Worker: Sendable {
     let queue = connect()
     let events = NotificationListener(
       conninfo: config.listenURL, channel: "thumbs_events", liveness: config.databaseLiveness,
-      group: connections)
+      group: connections, watching: true)
     let wake = WakeSignal()
     services.add("event-listener") { ListenerService(listener: events, wake: wake, pool: pool, activity: $0) }
     services.add("webhooks") { [config, metrics, logger] in
