@@ -52,7 +52,7 @@ public struct WorkerCounters: Sendable, Equatable {
 
 /// The registry of workers and the queue's housekeeping: statements the keeper loop runs.
 extension JobQueue {
-  /// How many running workers of the fleet keep listening while busy (`announce`).
+  /// How many running workers of the fleet listen for new jobs (`announce`); the others poll.
   public static let fleetWatchers = 2
   /// Retention deletes this many rows per statement, and runs at most `pruneMaxBatches` statements per
   /// call (`prune`, `pruneOriginals`, `pruneEvents`).
@@ -62,7 +62,7 @@ extension JobQueue {
   /// Registers the worker or refreshes its row. An upsert, so a worker whose row expired while it was
   /// frozen or cut off comes back once it can reach the database again.
   /// Returns whether the worker is one of the first `watchers` running workers of the fleet, which
-  /// keep listening while busy (SQL/announce_worker.sql).
+  /// listen for new jobs (SQL/announce_worker.sql).
   @discardableResult
   public func announce(
     _ worker: WorkerRecord, counters: WorkerCounters, stopping: Bool, watchers: Int = fleetWatchers

@@ -6,9 +6,9 @@
 -- it refuses completions naming objects being deleted (migration 0013).
 --
 -- watches: whether the worker is one of the first @watchers running workers (by id) with a fresh heartbeat.
--- Those keep listening for new jobs while busy, so that an upload enqueued while the whole fleet is busy
--- is leased at once by one of them; the others listen only while their leases come back short
--- (PostgreSQL wakes every listener of the database at each notifying commit).
+-- Only those listen for new jobs and run the fleet's rounds (rescue, promotion, housekeeping); the others
+-- poll (PostgreSQL wakes every listener of the database at each notifying commit, at a cost to it per
+-- listener).
 -- params: id text, host text, pid int, version text, concurrency int, memory_budget bigint,
 -- params: lease_seconds float8, state text, jobs_succeeded bigint, jobs_failed bigint,
 -- params: jobs_retried bigint, leases_lost bigint, source_schemes text[], watchers bigint
