@@ -112,10 +112,22 @@ let package = Package(
         .product(name: "Yams", package: "Yams"),
       ],
       swiftSettings: strict),
+    // `thumbd console`: the operators' web pages, rendered on the server.
+    .target(
+      name: "Console",
+      dependencies: [
+        "ThumbCore", "Blocking", "Hashing", "Queue", "Storage", "Transport",
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "Hummingbird", package: "hummingbird"),
+      ],
+      // The statements' source: compiled into Generated/ConsoleStatements.swift by scripts/gen-sql.py.
+      exclude: ["SQL"],
+      swiftSettings: strict),
     .executableTarget(
       name: "thumbd",
       dependencies: [
-        "ThumbCore", "Blocking", "Imaging", "Queue", "Worker", "Storage", "Transport", "CPlatform",
+        "ThumbCore", "Blocking", "Imaging", "Queue", "Worker", "Storage", "Transport", "CPlatform", "Console",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
       ],
@@ -143,6 +155,7 @@ let package = Package(
     .testTarget(name: "BlockingTests", dependencies: ["Blocking"], swiftSettings: strict),
     .testTarget(name: "HashingTests", dependencies: ["Hashing"], swiftSettings: strict),
     .testTarget(name: "QueueTests", dependencies: ["Queue"], swiftSettings: strict),
+    .testTarget(name: "ConsoleTests", dependencies: ["Console"], swiftSettings: strict),
     .testTarget(name: "StorageTests", dependencies: ["Storage", "ThumbCore"], swiftSettings: strict),
     // The worker's pieces that need no server: the options model, the log formats, the services with
     // statements of the tests' own (the test kit stops a service as its group would).
@@ -157,7 +170,7 @@ let package = Package(
       name: "IntegrationTests",
       dependencies: [
         "Worker", "Queue", "Fetch", "Storage", "Transport", "Imaging", "ThumbCore", "Blocking", "Admission",
-        "Hashing", "TestSupport",
+        "Hashing", "TestSupport", "Console",
         // A LISTEN client of the tests' own, that keeps each notification's payload.
         "CLibPQ",
         // `thumbd bench`'s own statements (BenchSQL) are checked against the schema with the others.

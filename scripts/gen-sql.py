@@ -50,6 +50,9 @@ TARGETS = [
     # `thumbd bench`'s own statements live with the benchmark code.
     Target("Sources/thumbd/SQL", "Sources/thumbd/Generated/BenchStatements.swift", "BenchSQL", "", ["Queue"],
            "The statements only `thumbd bench` runs", default_deadline="none"),
+    # The console's pages and actions.
+    Target("Sources/Console/SQL", "Sources/Console/Generated/ConsoleStatements.swift", "ConsoleSQL", "",
+           ["Queue"], "The statements `thumbd console` runs"),
 ]
 # Not a statement: the schema after all migrations (scripts/dump-schema.sh writes it).
 SNAPSHOT = "schema.sql"

@@ -39,6 +39,28 @@ public struct LocalDirectoryStore: ThumbnailStore {
     }
   }
 
+  /// Reads the file of `key`; nil when there is none. A key that climbs out of the root (`..`) or is
+  /// absolute names nothing here.
+  public func get(key: String) async throws(JobError) -> [UInt8]? {
+    let parts = key.split(separator: "/", omittingEmptySubsequences: false)
+    guard !key.hasPrefix("/"), !parts.contains(where: { $0 == ".." || $0 == "." || $0.isEmpty }) else {
+      return nil
+    }
+    let path = root.appendingPathComponent(key).path
+    return try await pool.run { () throws(JobError) -> [UInt8]? in
+      guard let handle = FileHandle(forReadingAtPath: path) else {
+        if FileManager.default.fileExists(atPath: path) { throw Self.classify(EACCES, "reading \(path)") }
+        return nil
+      }
+      defer { try? handle.close() }
+      do {
+        return Array(try handle.readToEnd() ?? Data())
+      } catch {
+        throw JobError(.storageFailed, "reading \(path): \(error.localizedDescription)")
+      }
+    }
+  }
+
   /// Walks the two levels of folders (`ab/cd/`) in name order, so a page starts where the last ended
   /// without reading what came before.
   public func list(after key: String?, limit: Int) async throws(JobError) -> StoredObjects {

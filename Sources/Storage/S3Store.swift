@@ -96,13 +96,20 @@ public final class S3Store: ThumbnailStore {
     _ = try await exchange(.delete, key: key, deadline: deadline)
   }
 
+  /// GetObject (s3:GetObject); a 404 is nil.
+  public func get(key: String) async throws(JobError) -> [UInt8]? {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    let (answer, body) = try await exchange(.get, key: key, deadline: deadline)
+    return answer == .missing ? nil : body
+  }
+
   /// One ListObjectsV2 page under the prefix (s3:ListBucket), keys that are not content-addressed left
   /// out.
   public func list(after key: String?, limit: Int) async throws(JobError) -> StoredObjects {
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
     let url = location.listURL(after: key.map { location.objectName($0) }, maxKeys: limit)
     let page = try await exchange(.get, key: "", deadline: deadline, url: url)
-    let listing = S3Listing(xml: page.text)
+    let listing = S3Listing(xml: String(decoding: page.body, as: UTF8.self))
     let prefix = location.prefix.isEmpty ? "" : location.prefix + "/"
     let objects = listing.objects.compactMap { object -> StoredObject? in
       guard object.name.hasPrefix(prefix) else { return nil }
@@ -130,7 +137,7 @@ public final class S3Store: ThumbnailStore {
   private func exchange(
     _ method: HTTPRequest.Method, key: String, deadline: ContinuousClock.Instant, body: [UInt8] = [],
     headers: [String] = [], payloadHash: String = S3Store.emptyHash, url: String? = nil
-  ) async throws(JobError) -> (answer: S3Answer, text: String) {
+  ) async throws(JobError) -> (answer: S3Answer, body: [UInt8]) {
     var tryNumber = 0
     while true {
       tryNumber += 1
@@ -144,21 +151,23 @@ public final class S3Store: ThumbnailStore {
         headers: headers + credentials.headers(payloadHash: payloadHash), body: body,
         signing: credentials.signing(region: location.region))
       request.timeout = secondsLeft
+      // A GetObject of a large variant (the console's); other answers are small.
+      request.maxResponseBytes = 64 << 20
       request.userAgent = "thumbd/\(ThumbdVersion.current)"
       let answer: S3Answer
-      var text = ""
+      var answerBody: [UInt8] = []
       switch await multi.send(request) {
       case .success(let response):
         let retryAfter = response.headers["retry-after"].flatMap {
           RetryAfter.seconds($0, now: Date().timeIntervalSince1970)
         }
-        text = response.text
-        answer = S3Answer.classify(status: response.status, body: text, retryAfter: retryAfter)
+        answerBody = response.body
+        answer = S3Answer.classify(status: response.status, body: response.text, retryAfter: retryAfter)
         if case .refused = answer, method == .head {
           // Without read permission a HEAD is refused even for objects that exist; and a HEAD answer
           // has no body, so its refusal names no code (a bad session token is a bare 400): upload and
           // let the PUT's own answer decide, and name the code.
-          return (.missing, "")
+          return (.missing, [])
         }
         if case .refused(let code) = answer {
           throw JobError(
@@ -171,7 +180,7 @@ public final class S3Store: ThumbnailStore {
         if failure.isCancelled { throw JobError(.internalError, "\(what): cancelled") }
         answer = .transient(code: failure.description, retryAfter: nil)
       }
-      guard case .transient(let code, let retryAfter) = answer else { return (answer, text) }
+      guard case .transient(let code, let retryAfter) = answer else { return (answer, answerBody) }
       let decision = retry.decide(
         afterTry: tryNumber, retryAfter: retryAfter,
         secondsLeft: ContinuousClock.now.duration(to: deadline).inSeconds, unit: Double.random(in: 0..<1))

@@ -18,6 +18,9 @@ public protocol ThumbnailStore: Sendable {
   /// Deletes the object at `key` (collection, once nothing live names it). An object already gone is no
   /// error. Errors are classified as for `put`.
   func delete(key: String) async throws(JobError)
+  /// The object at `key`, nil when there is none (a collected one): for the console, which shows
+  /// thumbnails without handing the browser a URL to the storage.
+  func get(key: String) async throws(JobError) -> [UInt8]?
   /// A page of the stored objects whose keys are content-addressed (`StorageKey.contentHash`), in key
   /// order, after `key` (nil: from the start): what `thumbd gc` compares with what the database names.
   func list(after key: String?, limit: Int) async throws(JobError) -> StoredObjects

@@ -12,7 +12,7 @@ struct Thumbd: AsyncParsableCommand {
     version: ThumbdVersion.current,
     subcommands: [
       Migrate.self, WorkerCommand.self, ConfigCommand.self, Enqueue.self, Status.self, ThumbnailCommand.self,
-      GCCommand.self, Bench.self,
+      GCCommand.self, Bench.self, ConsoleCommand.self,
     ])
 
   /// For the commands other than `worker`: text, at THUMBD_LOG_LEVEL (default info).

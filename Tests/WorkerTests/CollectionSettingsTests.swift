@@ -14,6 +14,7 @@ import Worker
     }
     func check() async throws(JobError) {}
     func delete(key: String) async throws(JobError) {}
+    func get(key: String) async throws(JobError) -> [UInt8]? { nil }
     func list(after key: String?, limit: Int) async throws(JobError) -> StoredObjects {
       StoredObjects(objects: [], next: nil)
     }

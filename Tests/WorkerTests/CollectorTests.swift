@@ -124,6 +124,7 @@ import ThumbCore
       .uploaded
     }
     func check() async throws(JobError) {}
+    func get(key: String) async throws(JobError) -> [UInt8]? { nil }
     func list(after key: String?, limit: Int) async throws(JobError) -> StoredObjects {
       StoredObjects(objects: [], next: nil)
     }

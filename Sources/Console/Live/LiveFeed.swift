@@ -1,0 +1,57 @@
+import Queue
+import Synchronization
+
+/// Tells the open pages that something changed: the queue's notifications (a job enqueued or put
+/// back, `thumbs_jobs`) and the events' (a job succeeded, failed, was cancelled or forgotten,
+/// `thumbs_events`), each on a connection of its own. Pages then fetch their live regions again; the
+/// notification itself carries nothing a page shows.
+final class LiveFeed: Sendable {
+  private let listeners: [NotificationListener]
+  private let subscribers = Mutex<(next: Int, all: [Int: AsyncStream<Void>.Continuation])>((0, [:]))
+
+  init(conninfo: String) {
+    listeners = [NotificationListener.jobsChannel, "thumbs_events"].map {
+      NotificationListener(conninfo: conninfo, channel: $0, watching: true)
+    }
+  }
+
+  /// Starts listening and forwards every notification to the subscribers until `stop()`.
+  func run() async {
+    listeners.forEach { $0.start() }
+    await withTaskGroup(of: Void.self) { group in
+      for listener in listeners {
+        group.addTask { [self] in
+          for await _ in listener.notifications { broadcast() }
+        }
+      }
+    }
+  }
+
+  func stop() {
+    listeners.forEach { $0.stop() }
+    subscribers.withLock { state in
+      state.all.values.forEach { $0.finish() }
+      state.all.removeAll()
+    }
+  }
+
+  /// A stream that yields once for each burst of changes (a subscriber that is slow to read sees one).
+  func subscribe() -> AsyncStream<Void> {
+    let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    let id = subscribers.withLock { state in
+      state.next += 1
+      state.all[state.next] = continuation
+      return state.next
+    }
+    continuation.onTermination = { [weak self] _ in
+      _ = self?.subscribers.withLock { $0.all.removeValue(forKey: id) }
+    }
+    return stream
+  }
+
+  var subscriberCount: Int { subscribers.withLock { $0.all.count } }
+
+  private func broadcast() {
+    subscribers.withLock { state in state.all.values.forEach { $0.yield() } }
+  }
+}

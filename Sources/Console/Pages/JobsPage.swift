@@ -1,0 +1,115 @@
+/// `/jobs`: the newest jobs matching the filters, a page at a time, and a link to the next (older)
+/// page: a keyset, not an offset.
+struct JobFilter: Sendable, Equatable {
+  static let states = ["queued", "running", "succeeded", "failed", "cancelled", "forgotten"]
+  static let pageSize = 50
+
+  var state: String?
+  var errorCode: String?
+  var profile: String?
+  var owner: String?
+  var externalID: String?
+  var source: String?
+  /// When the job reached its final state, as `YYYY-MM-DDTHH:MM` (an HTML datetime-local field), UTC.
+  var finishedAfter: String?
+  var finishedBefore: String?
+  /// The keyset: jobs older than this id.
+  var before: Int64?
+
+  init(query: Form) {
+    state = query["state"].flatMap { Self.states.contains($0) ? $0 : nil }
+    errorCode = query["error_code"]
+    profile = query["profile"]
+    owner = query["owner"]
+    externalID = query["external_id"]
+    source = query["source"]
+    finishedAfter = query["finished_after"].flatMap(Self.timestamp)
+    finishedBefore = query["finished_before"].flatMap(Self.timestamp)
+    before = query["before"].flatMap { Int64($0) }
+  }
+
+  var parameters: ConsoleSQL.JobsPage.Parameters {
+    .init(
+      state: state, errorCode: errorCode, profile: profile, owner: owner, externalID: externalID,
+      source: source, finishedAfter: finishedAfter.map { $0 + "+00" },
+      finishedBefore: finishedBefore.map { $0 + "+00" }, before: before, limit: Self.pageSize)
+  }
+
+  /// The query string of these filters, with another keyset.
+  func query(before: Int64?) -> String {
+    Form.query([
+      ("state", state), ("error_code", errorCode), ("profile", profile), ("owner", owner),
+      ("external_id", externalID), ("source", source), ("finished_after", finishedAfter),
+      ("finished_before", finishedBefore), ("before", before.map(String.init)),
+    ])
+  }
+
+  /// A datetime-local value (`2026-11-29T16:05`, seconds optional) as PostgreSQL reads it; nil if it
+  /// is anything else.
+  static func timestamp(_ text: String) -> String? {
+    let allowed = Set("0123456789-:T")
+    guard (16...19).contains(text.count), text.allSatisfy(allowed.contains) else { return nil }
+    return text.replacingOccurrences(of: "T", with: " ")
+  }
+}
+
+enum JobsPage {
+  static func body(filter: JobFilter, rows: [ConsoleSQL.JobsPage.Row]) -> HTML {
+    let stateOptions = HTML.join(
+      ([""] + JobFilter.states).map { state -> HTML in
+        let selected: HTML = state == (filter.state ?? "") ? " selected" : ""
+        return "<option value=\"\(state)\"\(selected)>\(state.isEmpty ? "any" : state)</option>"
+      })
+    func field(_ name: String, _ label: String, _ value: String?, type: String = "text") -> HTML {
+      "<label>\(label)<input type=\"\(type)\" name=\"\(name)\" value=\"\(value)\"></label>"
+    }
+    let after = filter.finishedAfter?.replacingOccurrences(of: " ", with: "T")
+    let before = filter.finishedBefore?.replacingOccurrences(of: " ", with: "T")
+    let form: HTML = """
+      <form method="get" action="/jobs" class="filters">\
+      <label>state<select name="state">\(stateOptions)</select></label>\
+      \(field("error_code", "error code", filter.errorCode))\(field("profile", "profile", filter.profile))\
+      \(field("owner", "owner", filter.owner))\(field("external_id", "external id", filter.externalID))\
+      \(field("source", "source URL starts with", filter.source))\
+      \(field("finished_after", "finished after (UTC)", after, type: "datetime-local"))\
+      \(field("finished_before", "finished before (UTC)", before, type: "datetime-local"))\
+      <button type="submit">Filter</button> <a href="/jobs">clear</a></form>
+      """
+    let table: HTML
+    if rows.isEmpty {
+      table = "<p class=\"muted\">No job matches.</p>"
+    } else {
+      let lines = rows.map { job -> HTML in
+        let error: HTML = job.errorCode.map { "<span class=\"bad\">\($0)</span>" } ?? ""
+        let rerender: HTML = job.rerender ? " <span class=\"muted\">re-render</span>" : ""
+        return """
+          <tr data-job="\(job.id)"><td class="num"><a href="/jobs/\(job.id)">\(job.id)</a></td>\
+          <td>\(Show.stateBadge(job.state))\(rerender)</td><td>\(job.profile)</td><td>\(job.owner)</td>\
+          <td class="mono">\(job.externalID)</td><td class="mono">\(job.sourceURL.map(shorten))</td><td>\(error)</td>\
+          <td class="num">\(job.attempts)/\(job.maxAttempts)</td><td>\(job.created)</td><td>\(job.finished)</td></tr>
+          """
+      }
+      table = """
+        <table><thead><tr><th class="num">id</th><th>state</th><th>profile</th><th>owner</th>\
+        <th>external id</th><th>source</th><th>error</th><th class="num">attempts</th><th>created (UTC)</th>\
+        <th>finished (UTC)</th></tr></thead><tbody>\(lines)</tbody></table>
+        """
+    }
+    let newer: HTML =
+      filter.before == nil ? "" : "<a href=\"/jobs?\(filter.query(before: nil))\">newest</a> · "
+    let older: HTML =
+      rows.count == JobFilter.pageSize
+      ? "<a rel=\"next\" href=\"/jobs?\(filter.query(before: rows.last?.id))\">older →</a>" : ""
+    return """
+      <h1>Jobs</h1>\(form)
+      <section id="jobs" data-live>\(table)</section>
+      <p class="pager">\(newer)\(older)</p>
+      """
+  }
+
+  /// A long URL cut in the middle for the table (the job's page shows it whole).
+  static func shorten(_ url: String) -> String {
+    guard url.count > 80 else { return url }
+    return String(url.prefix(56)) + "…" + String(url.suffix(20))
+  }
+}
