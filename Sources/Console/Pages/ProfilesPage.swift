@@ -18,6 +18,8 @@ enum ProfilesPage {
       \(sizes(name: profile.name, spec: profile.spec))</section>
       """
     }
+    // The check's place, filled as the spec is typed (the script) or by the Check button.
+    let check: HTML = check.text.isEmpty ? "<div id=\"check\"></div>" : check
     let name = draft?.name ?? profiles.first?.name ?? "default"
     let spec = draft?.spec ?? profiles.first(where: { $0.name == name })?.spec ?? "{\"variants\": []}"
     let form: HTML =

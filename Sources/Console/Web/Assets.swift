@@ -21,7 +21,7 @@ enum Assets {
     .cards { display: flex; flex-wrap: wrap; gap: .8rem; }
     .card { background: #fff; border: 1px solid var(--line); padding: .7rem 1rem; min-width: 8rem; }
     .card .value { font-size: 1.5rem; font-weight: 600; } .card .label { color: var(--muted); }
-    .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 1rem; }
+    .grid { margin-top: 1rem; display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 1rem; }
     .panel { background: #fff; border: 1px solid var(--line); padding: .6rem 1rem; }
     .state { padding: .05rem .4rem; border-radius: 3px; background: #e0e0e0; }
     .state-succeeded { background: #d7f0d8; } .state-failed { background: #f8d7d7; }
@@ -41,8 +41,9 @@ enum Assets {
     pre { background: #fff; border: 1px solid var(--line); padding: .6rem; overflow: auto; white-space: pre-wrap;
       word-break: break-all; }
     .variants { display: flex; flex-wrap: wrap; gap: 1rem; align-items: flex-start; }
-    .variants figure { margin: 0; background: #fff; border: 1px solid var(--line); padding: .5rem; }
-    .variants img { display: block; max-width: 420px; max-height: 420px;
+    .variants figure { margin: 0; background: #fff; border: 1px solid var(--line); padding: .5rem;
+      max-width: 420px; }
+    .variants img { display: block; max-width: 100%; height: auto;
       background: repeating-conic-gradient(#eee 0 25%, #fff 0 50%) 0 0 / 16px 16px; }
     figcaption { color: var(--muted); margin-top: .3rem; }
     dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; background: #fff;

@@ -13,8 +13,9 @@ final class WorkerProcess: @unchecked Sendable {
   static let binary = ThumbdBinary.url
   static let skipReason = ThumbdBinary.skipReason
 
-  /// Starts `thumbd worker` with THUMBD_* settings; stdout and stderr go to a log file.
-  init(databaseURL: String, storage: URL, settings: [String: String] = [:]) throws {
+  /// Starts `thumbd worker` (or another `command` of the binary: `console`) with THUMBD_* settings;
+  /// stdout and stderr go to a log file.
+  init(databaseURL: String, storage: URL, settings: [String: String] = [:], command: [String] = ["worker"]) throws {
     let binary = try #require(Self.binary)
     logURL = storage.deletingLastPathComponent().appendingPathComponent("worker-\(UUID().uuidString).log")
     var environment = [
@@ -25,7 +26,7 @@ final class WorkerProcess: @unchecked Sendable {
       "THUMBD_HTTP_ADDRESS": "127.0.0.1:0",
     ]
     for (key, value) in settings { environment[key] = value }
-    let arguments = [binary.path, "worker"]
+    let arguments = [binary.path] + command
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -44,11 +45,12 @@ final class WorkerProcess: @unchecked Sendable {
 
   func send(_ signal: Int32) { kill(pid, signal) }
 
-  /// The port of the worker's HTTP endpoint, from its log line "http endpoint listening" (text or JSON).
-  func httpPort(timeout: Double = 15) async -> Int? {
+  /// The port of the worker's HTTP endpoint, from its log line "http endpoint listening" (text or JSON),
+  /// or of another line that names `http.port` (the console's "console listening").
+  func httpPort(timeout: Double = 15, line marker: String = "http endpoint listening") async -> Int? {
     var port: Int?
     _ = await eventually(timeout: timeout) {
-      for line in log.split(separator: "\n") where line.contains("http endpoint listening") {
+      for line in log.split(separator: "\n") where line.contains(marker) {
         let digits = line.split(separator: "http.port")[1].drop { !$0.isNumber }.prefix { $0.isNumber }
         port = Int(digits)
       }
