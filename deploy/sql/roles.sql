@@ -22,6 +22,10 @@
 --                    change profiles or administer webhooks (thumbd_admin's).
 --   thumbd_admin     operators: every admin view and function (docs/admin-sql.md), and the data of
 --                    every table (fixing a job by hand), but no DDL: `thumbd migrate` runs as the owner.
+--   thumbd_reader    a console that only shows (`thumbd console --read-only`), and anyone who may look:
+--                    reads every table and view, checks a profile spec (thumbs.check_profile) and masks
+--                    a URL (thumbs.redact_url); it can change nothing, and calls none of the functions
+--                    that do (retry, cancel, forget, enqueue, rerender).
 
 DO $$
 BEGIN
@@ -34,6 +38,9 @@ BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'thumbd_admin') THEN
     CREATE ROLE thumbd_admin NOLOGIN;
   END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'thumbd_reader') THEN
+    CREATE ROLE thumbd_reader NOLOGIN;
+  END IF;
 END
 $$;
 
@@ -41,7 +48,7 @@ $$;
 REVOKE ALL ON SCHEMA thumbs FROM PUBLIC;
 REVOKE ALL ON ALL TABLES IN SCHEMA thumbs FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA thumbs FROM PUBLIC;
-GRANT USAGE ON SCHEMA thumbs TO thumbd_worker, thumbd_enqueuer, thumbd_admin;
+GRANT USAGE ON SCHEMA thumbs TO thumbd_worker, thumbd_enqueuer, thumbd_admin, thumbd_reader;
 
 -- The worker.
 GRANT SELECT, UPDATE, DELETE ON thumbs.jobs TO thumbd_worker;
@@ -86,3 +93,7 @@ GRANT EXECUTE ON FUNCTION thumbs.check_profile(jsonb) TO thumbd_enqueuer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA thumbs TO thumbd_admin;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA thumbs TO thumbd_admin;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA thumbs TO thumbd_admin;
+
+-- Readers: SELECT only, and the two functions that change nothing that the console calls.
+GRANT SELECT ON ALL TABLES IN SCHEMA thumbs TO thumbd_reader;
+GRANT EXECUTE ON FUNCTION thumbs.check_profile(jsonb), thumbs.redact_url(text) TO thumbd_reader;

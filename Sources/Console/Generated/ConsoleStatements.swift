@@ -619,7 +619,7 @@ enum ConsoleSQL {
         "finished_before", "before", "limit",
       ],
       parameterTypes: [
-        "text", "text", "text", "text", "text", "text", "timestamptz", "timestamptz", "bigint", "int",
+        "text", "text", "text", "text", "text", "text", "timestamptz", "timestamptz", "bigint", "bigint",
       ],
       columns: [
         "id", "state", "profile", "owner", "external_id", "source_url", "error_code", "attempts",
@@ -640,11 +640,11 @@ enum ConsoleSQL {
       var finishedAfter: String?
       var finishedBefore: String?
       var before: Int64?
-      var limit: Int
+      var limit: Int64
 
       init(
         state: String?, errorCode: String?, profile: String?, owner: String?, externalID: String?,
-        source: String?, finishedAfter: String?, finishedBefore: String?, before: Int64?, limit: Int
+        source: String?, finishedAfter: String?, finishedBefore: String?, before: Int64?, limit: Int64
       ) {
         self.state = state
         self.errorCode = errorCode
@@ -1056,16 +1056,16 @@ enum ConsoleSQL {
                  LIMIT $2) j
         """#,
       parameters: ["error_code", "limit"],
-      parameterTypes: ["text", "int"],
+      parameterTypes: ["text", "bigint"],
       columns: ["retried"],
       columnTypes: ["bigint"],
       deadline: .batch)
 
     struct Parameters: StatementParameters {
       var errorCode: String
-      var limit: Int
+      var limit: Int64
 
-      init(errorCode: String, limit: Int) {
+      init(errorCode: String, limit: Int64) {
         self.errorCode = errorCode
         self.limit = limit
       }

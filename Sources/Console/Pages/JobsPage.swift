@@ -2,7 +2,7 @@
 /// page: a keyset, not an offset.
 struct JobFilter: Sendable, Equatable {
   static let states = ["queued", "running", "succeeded", "failed", "cancelled", "forgotten"]
-  static let pageSize = 50
+  static let pageSize: Int64 = 50
 
   var state: String?
   var errorCode: String?

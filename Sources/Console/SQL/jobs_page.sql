@@ -9,7 +9,7 @@
 -- @source is a prefix of the URL as enqueued, its LIKE wildcards escaped; @finished_after and
 -- @finished_before bound when the job reached its final state.
 -- params: state text?, error_code text?, profile text?, owner text?, external_id text?, source text?
--- params: finished_after timestamptz?, finished_before timestamptz?, before bigint?, limit int
+-- params: finished_after timestamptz?, finished_before timestamptz?, before bigint?, limit bigint
 -- returns: id bigint, state text, profile text, owner text?, external_id text?, source_url text?
 -- returns: error_code text?, attempts int, max_attempts int, created text, finished text?, rerender bool
 -- deadline: quick

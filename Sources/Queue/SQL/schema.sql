@@ -1505,6 +1505,10 @@ CREATE INDEX jobs_deferred_idx ON thumbs.jobs USING btree (run_at) WHERE ((state
 
 COMMENT ON INDEX thumbs.jobs_deferred_idx IS 'Queued jobs waiting for their run_at, which have no turn yet: the workers give the due ones their turn from it, the longest due first.';
 
+CREATE INDEX jobs_error_idx ON thumbs.jobs USING btree (error_code, id) WHERE (error_code IS NOT NULL);
+
+COMMENT ON INDEX thumbs.jobs_error_idx IS 'The console''s jobs by error code, newest first, and thumbs.retry of every failed job of one code.';
+
 CREATE INDEX jobs_external_idx ON thumbs.jobs USING btree (external_id, profile, id) WHERE (external_id IS NOT NULL);
 
 COMMENT ON INDEX thumbs.jobs_external_idx IS 'A photo''s jobs by the backend''s id: for forgetting, re-rendering and a backend''s own lookups.';
@@ -1516,6 +1520,10 @@ COMMENT ON INDEX thumbs.jobs_finished_idx IS 'Ended jobs by finish time, for ret
 CREATE UNIQUE INDEX jobs_live_source_anonymous_idx ON thumbs.jobs USING btree (source_key, profile) WHERE ((state = ANY (ARRAY['queued'::text, 'running'::text])) AND (external_id IS NULL));
 
 COMMENT ON INDEX thumbs.jobs_live_source_anonymous_idx IS 'At most one live job per source identity and profile among the jobs without an external id: what makes thumbs.enqueue race-free for them.';
+
+CREATE INDEX jobs_owner_idx ON thumbs.jobs USING btree (owner, id) WHERE (owner IS NOT NULL);
+
+COMMENT ON INDEX thumbs.jobs_owner_idx IS 'The console''s jobs of one owner, newest first (an owner may have few jobs among millions).';
 
 CREATE INDEX jobs_owner_turn_idx ON thumbs.jobs USING btree (COALESCE(owner, ''::text), priority, turn) WHERE ((state = 'queued'::text) AND (turn IS NOT NULL));
 
@@ -1544,6 +1552,10 @@ COMMENT ON INDEX thumbs.jobs_running_idx IS 'Running jobs, for the rescue of exp
 CREATE INDEX jobs_source_key_idx ON thumbs.jobs USING btree (source_key);
 
 COMMENT ON INDEX thumbs.jobs_source_key_idx IS 'Every job of a source identity, ended ones too: the lease''s siblings, the shares_source mark of thumbs.enqueue, and forgetting a photo that has no external id.';
+
+CREATE INDEX jobs_source_url_idx ON thumbs.jobs USING btree (source_url text_pattern_ops);
+
+COMMENT ON INDEX thumbs.jobs_source_url_idx IS 'The console''s jobs by a prefix of their source URL (a bucket, a folder, one photo''s URL).';
 
 CREATE INDEX jobs_turn_idx ON thumbs.jobs USING btree (priority DESC, turn, id) WHERE ((state = 'queued'::text) AND (turn IS NOT NULL));
 

@@ -2,6 +2,8 @@ import Foundation
 import Queue
 import Testing
 
+@testable import Console
+
 /// deploy/sql/roles.sql: a real worker runs as `thumbd_worker`, the backend as `thumbd_enqueuer` can
 /// enqueue, retry, cancel and read but not change jobs, and neither can drop, truncate or alter.
 @Suite(.serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)))
@@ -11,6 +13,7 @@ struct RolesTests {
     let owner: String
     let worker: String
     let enqueuer: String
+    let reader: String
   }
 
   func deployment() throws -> Deployment {
@@ -22,14 +25,16 @@ struct RolesTests {
     try connection.execute(script: script)
     try connection.execute(script: script)  // idempotent: a second run after every migrate
     let tag = UInt32.random(in: 0...UInt32.max)
-    let (worker, enqueuer) = ("w_\(tag)", "e_\(tag)")
+    let (worker, enqueuer, reader) = ("w_\(tag)", "e_\(tag)", "r_\(tag)")
     try connection.execute(
       script: """
         CREATE ROLE \(worker) LOGIN IN ROLE thumbd_worker;
         CREATE ROLE \(enqueuer) LOGIN IN ROLE thumbd_enqueuer;
+        CREATE ROLE \(reader) LOGIN IN ROLE thumbd_reader;
         """)
     return Deployment(
-      owner: owner, worker: try url(owner, user: worker), enqueuer: try url(owner, user: enqueuer))
+      owner: owner, worker: try url(owner, user: worker), enqueuer: try url(owner, user: enqueuer),
+      reader: try url(owner, user: reader))
   }
 
   func url(_ url: String, user: String) throws -> String {
@@ -121,6 +126,59 @@ struct RolesTests {
     #expect(refusal(e, "ALTER TABLE thumbs.jobs ADD COLUMN x int") == denied)
     #expect(refusal(e, "CREATE TABLE thumbs.mine (x int)") == denied)
     #expect(try sql(deployment.owner, "SELECT count(*) FROM thumbs.jobs").rows[0][0] == "2", "still there")
+  }
+
+  /// `thumbd console --read-only` as thumbd_reader: every statement of its pages runs, every action's
+  /// is refused, and nothing changes.
+  @Test func theReaderReadsWhatTheConsoleShowsAndChangesNothing() throws {
+    let deployment = try deployment()
+    let id = try #require(
+      try sql(deployment.owner, "SELECT thumbs.enqueue('https://example.com/a.jpg', external_id => 'p1')")
+        .rows.first?[0] ?? nil)
+    let r = try PostgresConnection(conninfo: deployment.reader)
+    defer { r.close() }
+    let job = Int64(id)!
+    try r.run(ConsoleSQL.OverviewQueue.self)
+    try r.run(ConsoleSQL.OverviewMinutes.self)
+    try r.run(ConsoleSQL.OverviewFailures.self)
+    #expect(try r.run(ConsoleSQL.OverviewOwners.self).count == 1)
+    try r.run(ConsoleSQL.OverviewWebhooks.self)
+    try r.run(ConsoleSQL.Workers.self)
+    try r.run(ConsoleSQL.Profiles.self)
+    #expect(try r.run(ConsoleSQL.Job.self, .init(id: job)).first?.state == "queued")
+    try r.run(ConsoleSQL.JobVariants.self, .init(jobID: job))
+    try r.run(ConsoleSQL.JobEvents.self, .init(jobID: job))
+    try r.run(ConsoleSQL.JobOriginal.self, .init(sourceKey: "https://example.com/a.jpg"))
+    try r.run(ConsoleSQL.JobHistory.self, .init(id: job, externalID: "p1", sourceKey: nil))
+    try r.run(ConsoleSQL.VariantObject.self, .init(jobID: job, name: "small"))
+    try r.run(ConsoleSQL.ForgetPreview.self, .init(jobID: job))
+    #expect(
+      try r.run(
+        ConsoleSQL.JobsPage.self,
+        .init(
+          state: "queued", errorCode: nil, profile: nil, owner: nil, externalID: nil, source: "https://example",
+          finishedAfter: nil, finishedBefore: nil, before: nil, limit: 50)
+      ).count == 1)
+    #expect(try r.run(ConsoleSQL.CheckProfile.self, .init(spec: #"{"variants": []}"#)).count == 1)
+    let denied = "42501"
+    func refused<S: TypedStatement>(_ statement: S.Type, _ parameters: S.Parameters) -> String? {
+      do {
+        try r.run(statement, parameters)
+        return nil
+      } catch {
+        return error.sqlState
+      }
+    }
+    #expect(refused(ConsoleSQL.CancelJob.self, .init(id: job)) == denied)
+    #expect(refused(ConsoleSQL.RetryJob.self, .init(id: job)) == denied)
+    #expect(refused(ConsoleSQL.ForgetJob.self, .init(id: job)) == denied)
+    #expect(refused(ConsoleSQL.RerenderJob.self, .init(id: job)) == denied)
+    #expect(refused(ConsoleSQL.RetryErrorCode.self, .init(errorCode: "not_found", limit: 10)) == denied)
+    #expect(
+      refused(ConsoleSQL.SaveProfile.self, .init(name: "default", spec: #"{"variants": []}"#)) == denied)
+    #expect(refusal(deployment.reader, "UPDATE thumbs.jobs SET priority = 9") == denied)
+    #expect(refusal(deployment.reader, "DELETE FROM thumbs.jobs") == denied)
+    #expect(try sql(deployment.owner, "SELECT state FROM thumbs.jobs").rows == [["queued"]])
   }
 
   @Test func theWorkerCannotDropTruncateOrAlter() throws {

@@ -2,6 +2,7 @@ import Foundation
 import Queue
 import Testing
 
+@testable import Console
 @testable import thumbd
 
 /// The statements of Sources/Queue/SQL against the schema the migrations make: each is prepared and
@@ -13,7 +14,7 @@ struct SQLStatementTests {
     let database = try TestDatabase.create()
     let connection = try PostgresConnection(conninfo: database)
     defer { connection.close() }
-    for statement in SQL.all + BenchSQL.all {
+    for statement in SQL.all + BenchSQL.all + ConsoleSQL.all {
       let described: StatementDescription
       do {
         described = try connection.describe(statement.text)
@@ -88,7 +89,7 @@ struct SQLStatementTests {
     defer { try? FileManager.default.removeItem(at: root) }
     for path in [
       "scripts/gen-sql.py", "Sources/Queue/SQL", "Sources/Queue/Generated", "Sources/thumbd/SQL",
-      "Sources/thumbd/Generated",
+      "Sources/thumbd/Generated", "Sources/Console/SQL", "Sources/Console/Generated",
     ] {
       let target = root.appendingPathComponent(path)
       try FileManager.default.createDirectory(
@@ -130,7 +131,9 @@ struct SQLStatementTests {
     #expect(try runGenerator([], root: root).status == 0)
   }
 
-  @Test(arguments: [("Sources/Queue/SQL", SQL.all), ("Sources/thumbd/SQL", BenchSQL.all)])
+  @Test(arguments: [
+    ("Sources/Queue/SQL", SQL.all), ("Sources/thumbd/SQL", BenchSQL.all), ("Sources/Console/SQL", ConsoleSQL.all),
+  ])
   func statementsAreNamedAfterTheirFiles(folder: String, statements: [SQLStatement]) throws {
     let folder = TestDatabase.repoRoot.appendingPathComponent(folder)
     let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
