@@ -123,22 +123,28 @@ enum ConsoleSQL {
   }
 
   /// What thumbs.forget(@job_id) would scrub, for the confirmation: the photo's current thumbnails (each
-  /// profile's) and how many of its jobs there are.
+  /// profile's) and how many of its jobs there are. The photo is its external id, else its source: each
+  /// a branch of its own, so that each finds its index (a CASE would hide both from the planner).
   enum ForgetPreview: TypedStatement {
     static let statement = SQLStatement(
       name: "forget_preview",
       text: #"""
-        WITH job AS (SELECT external_id, source_key FROM thumbs.jobs WHERE id = $1)
-        SELECT p.profile,
-               (SELECT count(*) FROM thumbs.photo_variants v WHERE v.photo_id = p.id) AS variants,
+        WITH job AS (SELECT external_id, source_key FROM thumbs.jobs WHERE id = $1),
+        photo AS (
+          SELECT p.id, p.profile FROM thumbs.photos p, job
+           WHERE job.external_id IS NOT NULL AND p.external_id = job.external_id AND p.external_id IS NOT NULL
+          UNION ALL
+          SELECT p.id, p.profile FROM thumbs.photos p, job
+           WHERE job.external_id IS NULL AND p.source_url = job.source_key AND p.external_id IS NULL)
+        SELECT photo.profile,
+               (SELECT count(*) FROM thumbs.photo_variants v WHERE v.photo_id = photo.id) AS variants,
                (SELECT count(*) FROM thumbs.jobs j, job
-                 WHERE j.profile = p.profile
-                   AND CASE WHEN job.external_id IS NOT NULL THEN j.external_id = job.external_id
-                            ELSE j.source_key = job.source_key AND j.external_id IS NULL END) AS jobs
-          FROM thumbs.photos p, job
-         WHERE CASE WHEN job.external_id IS NOT NULL THEN p.external_id = job.external_id
-                    ELSE p.source_url = job.source_key AND p.external_id IS NULL END
-         ORDER BY p.profile
+                 WHERE j.external_id = job.external_id AND j.profile = photo.profile)
+               + (SELECT count(*) FROM thumbs.jobs j, job
+                   WHERE job.external_id IS NULL AND j.source_key = job.source_key AND j.external_id IS NULL
+                     AND j.profile = photo.profile) AS jobs
+          FROM photo
+         ORDER BY photo.profile
         """#,
       parameters: ["job_id"],
       parameterTypes: ["bigint"],
@@ -591,6 +597,11 @@ enum ConsoleSQL {
   /// jobs_external_idx, jobs_source_url_idx for a source prefix, jobs_finished_idx for a time window).
   /// @source is a prefix of the URL as enqueued, its LIKE wildcards escaped; @finished_after and
   /// @finished_before bound when the job reached its final state.
+  ///
+  /// The filters without an index of their own (state, profile, time) walk the primary key and test each
+  /// row, which for a rare match would read the whole table: so they read no lower than @floor (a window
+  /// of ids below the keyset, JobFilter.window), and the page offers the next window when this one had
+  /// fewer matches than a page. NULL: no floor (a filter with an index).
   enum JobsPage: TypedStatement {
     static let statement = SQLStatement(
       name: "jobs_page",
@@ -611,15 +622,17 @@ enum ConsoleSQL {
            AND ($7::timestamptz IS NULL AND $8::timestamptz IS NULL
                 OR state IN ('succeeded', 'failed', 'cancelled', 'forgotten'))
            AND ($9::bigint IS NULL OR id < $9)
+           AND ($10::bigint IS NULL OR id >= $10)
          ORDER BY id DESC
-         LIMIT $10
+         LIMIT $11
         """#,
       parameters: [
         "state", "error_code", "profile", "owner", "external_id", "source", "finished_after",
-        "finished_before", "before", "limit",
+        "finished_before", "before", "floor", "limit",
       ],
       parameterTypes: [
         "text", "text", "text", "text", "text", "text", "timestamptz", "timestamptz", "bigint", "bigint",
+        "bigint",
       ],
       columns: [
         "id", "state", "profile", "owner", "external_id", "source_url", "error_code", "attempts",
@@ -640,11 +653,13 @@ enum ConsoleSQL {
       var finishedAfter: String?
       var finishedBefore: String?
       var before: Int64?
+      var floor: Int64?
       var limit: Int64
 
       init(
         state: String?, errorCode: String?, profile: String?, owner: String?, externalID: String?,
-        source: String?, finishedAfter: String?, finishedBefore: String?, before: Int64?, limit: Int64
+        source: String?, finishedAfter: String?, finishedBefore: String?, before: Int64?, floor: Int64?,
+        limit: Int64
       ) {
         self.state = state
         self.errorCode = errorCode
@@ -655,6 +670,7 @@ enum ConsoleSQL {
         self.finishedAfter = finishedAfter
         self.finishedBefore = finishedBefore
         self.before = before
+        self.floor = floor
         self.limit = limit
       }
 
@@ -662,7 +678,7 @@ enum ConsoleSQL {
         [
           state?.postgresText, errorCode?.postgresText, profile?.postgresText, owner?.postgresText,
           externalID?.postgresText, source?.postgresText, finishedAfter?.postgresText,
-          finishedBefore?.postgresText, before?.postgresText, limit.postgresText,
+          finishedBefore?.postgresText, before?.postgresText, floor?.postgresText, limit.postgresText,
         ]
       }
     }
@@ -713,6 +729,35 @@ enum ConsoleSQL {
         created = try row.decode("created")
         finished = try row.decode("finished")
         rerender = try row.decode("rerender")
+      }
+    }
+  }
+
+  /// The newest job's id (the primary key's last entry), where a job list without an indexed filter
+  /// starts its window.
+  enum NewestJob: TypedStatement {
+    static let statement = SQLStatement(
+      name: "newest_job",
+      text: #"""
+        SELECT max(id) AS id FROM thumbs.jobs
+        """#,
+      parameters: [],
+      parameterTypes: [],
+      columns: ["id"],
+      columnTypes: ["bigint"],
+      deadline: .quick)
+
+    typealias Parameters = NoParameters
+
+    struct Row: StatementRow, Equatable {
+      var id: Int64?
+
+      init(id: Int64?) {
+        self.id = id
+      }
+
+      init(_ row: ResultRow) throws(PostgresError) {
+        id = try row.decode("id")
       }
     }
   }
@@ -804,14 +849,24 @@ enum ConsoleSQL {
     }
   }
 
-  /// The owners with the largest backlogs (thumbs.owner_overview's first rows). The NULL owner is the
-  /// jobs enqueued without one.
+  /// The owners with the largest backlogs, as thumbs.owner_overview counts them (the NULL owner is the
+  /// jobs enqueued without one), but read from the partial indexes of the two live states, one scan each:
+  /// the view's `state IN (...)` reads the whole table once it holds millions of finished jobs.
   enum OverviewOwners: TypedStatement {
     static let statement = SQLStatement(
       name: "overview_owners",
       text: #"""
-        SELECT owner, queued, due, running, extract(epoch FROM oldest_queued_age)::float8 AS oldest_queued_seconds
-          FROM thumbs.owner_overview
+        SELECT owner,
+               count(*) FILTER (WHERE state = 'queued') AS queued,
+               count(*) FILTER (WHERE state = 'queued' AND turn IS NOT NULL) AS due,
+               count(*) FILTER (WHERE state = 'running') AS running,
+               extract(epoch FROM now() - min(created_at) FILTER (WHERE state = 'queued'))::float8
+                 AS oldest_queued_seconds
+          FROM (SELECT owner, state, turn, created_at FROM thumbs.jobs WHERE state = 'queued'
+                UNION ALL
+                SELECT owner, state, turn, created_at FROM thumbs.jobs WHERE state = 'running') live
+         GROUP BY owner
+         ORDER BY 2 DESC, 4 DESC, owner NULLS FIRST
          LIMIT 10
         """#,
       parameters: [],
@@ -1296,9 +1351,9 @@ enum ConsoleSQL {
   static let all: [SQLStatement] = [
     CancelJob.statement, CheckProfile.statement, ForgetJob.statement, ForgetPreview.statement, Job.statement,
     JobEvents.statement, JobHistory.statement, JobOriginal.statement, JobVariants.statement,
-    JobsPage.statement, OverviewFailures.statement, OverviewMinutes.statement, OverviewOwners.statement,
-    OverviewQueue.statement, OverviewWebhooks.statement, Profiles.statement, RerenderJob.statement,
-    RetryErrorCode.statement, RetryJob.statement, SaveProfile.statement, VariantObject.statement,
-    Workers.statement,
+    JobsPage.statement, NewestJob.statement, OverviewFailures.statement, OverviewMinutes.statement,
+    OverviewOwners.statement, OverviewQueue.statement, OverviewWebhooks.statement, Profiles.statement,
+    RerenderJob.statement, RetryErrorCode.statement, RetryJob.statement, SaveProfile.statement,
+    VariantObject.statement, Workers.statement,
   ]
 }

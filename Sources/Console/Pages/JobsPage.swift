@@ -3,6 +3,9 @@
 struct JobFilter: Sendable, Equatable {
   static let states = ["queued", "running", "succeeded", "failed", "cancelled", "forgotten"]
   static let pageSize: Int64 = 50
+  /// How many ids a page without an indexed filter reads at most: its cost is bounded whatever the
+  /// table holds or the filters match (a walk of the primary key, tens of milliseconds).
+  static let window: Int64 = 100_000
 
   var state: String?
   var errorCode: String?
@@ -28,11 +31,22 @@ struct JobFilter: Sendable, Equatable {
     before = query["before"].flatMap { Int64($0) }
   }
 
-  var parameters: ConsoleSQL.JobsPage.Parameters {
+  /// Whether a filter with an index of its own is set: then the page reads only its matches, and needs
+  /// no window.
+  var hasIndexedFilter: Bool { errorCode != nil || owner != nil || externalID != nil || source != nil }
+
+  /// The lowest id this page reads, below the keyset (or the newest job): nil with an indexed filter.
+  func floor(newest: Int64?) -> Int64? {
+    guard !hasIndexedFilter else { return nil }
+    let top = before ?? ((newest ?? 0) + 1)
+    return max(1, top - Self.window)
+  }
+
+  func parameters(floor: Int64?) -> ConsoleSQL.JobsPage.Parameters {
     .init(
       state: state, errorCode: errorCode, profile: profile, owner: owner, externalID: externalID,
       source: source, finishedAfter: finishedAfter.map { $0 + "+00" },
-      finishedBefore: finishedBefore.map { $0 + "+00" }, before: before, limit: Self.pageSize)
+      finishedBefore: finishedBefore.map { $0 + "+00" }, before: before, floor: floor, limit: Self.pageSize)
   }
 
   /// The query string of these filters, with another keyset.
@@ -54,7 +68,7 @@ struct JobFilter: Sendable, Equatable {
 }
 
 enum JobsPage {
-  static func body(filter: JobFilter, rows: [ConsoleSQL.JobsPage.Row]) -> HTML {
+  static func body(filter: JobFilter, floor: Int64?, rows: [ConsoleSQL.JobsPage.Row]) -> HTML {
     let stateOptions = HTML.join(
       ([""] + JobFilter.states).map { state -> HTML in
         let selected: HTML = state == (filter.state ?? "") ? " selected" : ""
@@ -77,7 +91,9 @@ enum JobsPage {
       """
     let table: HTML
     if rows.isEmpty {
-      table = "<p class=\"muted\">No job matches.</p>"
+      table =
+        floor.map { "<p class=\"muted\">No job with an id from \($0) on matches.</p>" }
+        ?? "<p class=\"muted\">No job matches.</p>"
     } else {
       let lines = rows.map { job -> HTML in
         let error: HTML = job.errorCode.map { "<span class=\"bad\">\($0)</span>" } ?? ""
@@ -97,9 +113,18 @@ enum JobsPage {
     }
     let newer: HTML =
       filter.before == nil ? "" : "<a href=\"/jobs?\(filter.query(before: nil))\">newest</a> · "
-    let older: HTML =
-      rows.count == JobFilter.pageSize
-      ? "<a rel=\"next\" href=\"/jobs?\(filter.query(before: rows.last?.id))\">older →</a>" : ""
+    let older: HTML
+    if Int64(rows.count) == JobFilter.pageSize {
+      older = "<a rel=\"next\" href=\"/jobs?\(filter.query(before: rows.last?.id))\">older →</a>"
+    } else if let floor, floor > 1 {
+      // The window ended before a page was full: the next one starts below it.
+      older = """
+        <span class="muted">Searched the jobs from id \(floor) on.</span> \
+        <a rel="next" href="/jobs?\(filter.query(before: floor))">search older jobs →</a>
+        """
+    } else {
+      older = ""
+    }
     return """
       <h1>Jobs</h1>\(form)
       <section id="jobs" data-live>\(table)</section>

@@ -8,8 +8,14 @@
 -- jobs_external_idx, jobs_source_url_idx for a source prefix, jobs_finished_idx for a time window).
 -- @source is a prefix of the URL as enqueued, its LIKE wildcards escaped; @finished_after and
 -- @finished_before bound when the job reached its final state.
+--
+-- The filters without an index of their own (state, profile, time) walk the primary key and test each
+-- row, which for a rare match would read the whole table: so they read no lower than @floor (a window
+-- of ids below the keyset, JobFilter.window), and the page offers the next window when this one had
+-- fewer matches than a page. NULL: no floor (a filter with an index).
 -- params: state text?, error_code text?, profile text?, owner text?, external_id text?, source text?
--- params: finished_after timestamptz?, finished_before timestamptz?, before bigint?, limit bigint
+-- params: finished_after timestamptz?, finished_before timestamptz?, before bigint?, floor bigint?
+-- params: limit bigint
 -- returns: id bigint, state text, profile text, owner text?, external_id text?, source_url text?
 -- returns: error_code text?, attempts int, max_attempts int, created text, finished text?, rerender bool
 -- deadline: quick
@@ -29,5 +35,6 @@ SELECT id, state, profile, owner, external_id, source_url, error_code, attempts,
    AND (@finished_after::timestamptz IS NULL AND @finished_before::timestamptz IS NULL
         OR state IN ('succeeded', 'failed', 'cancelled', 'forgotten'))
    AND (@before::bigint IS NULL OR id < @before)
+   AND (@floor::bigint IS NULL OR id >= @floor)
  ORDER BY id DESC
  LIMIT @limit

@@ -245,8 +245,12 @@ final class ConsoleRoutes: Sendable {
 
   private func jobs(_ request: Request) async throws -> PageContent {
     let filter = JobFilter(query: Form(encoded: request.uri.query ?? ""))
-    let rows = try await database.run(ConsoleSQL.JobsPage.self, filter.parameters)
-    return ("Jobs", .jobs, JobsPage.body(filter: filter, rows: rows))
+    let newest =
+      filter.hasIndexedFilter || filter.before != nil
+      ? nil : try await database.run(ConsoleSQL.NewestJob.self).first?.id ?? nil
+    let floor = filter.floor(newest: newest)
+    let rows = try await database.run(ConsoleSQL.JobsPage.self, filter.parameters(floor: floor))
+    return ("Jobs", .jobs, JobsPage.body(filter: filter, floor: floor, rows: rows))
   }
 
   private func job(_ id: Int64, _ request: Request, _ session: Sessions.Session) async throws -> PageContent {

@@ -24,7 +24,9 @@ struct ConsoleBrowserTests {
     let database = try TestDatabase.create()
     let folder = try makeTemporaryDirectory()
     defer { try? FileManager.default.removeItem(at: folder) }
-    let (originRoot, storage) = (folder.appendingPathComponent("origin"), folder.appendingPathComponent("storage"))
+    let (originRoot, storage) = (
+      folder.appendingPathComponent("origin"), folder.appendingPathComponent("storage")
+    )
     for place in [originRoot, storage] {
       try FileManager.default.createDirectory(at: place, withIntermediateDirectories: true)
     }
@@ -32,7 +34,8 @@ struct ConsoleBrowserTests {
     try Data(try makeTestJPEG(width: 1600, height: 1200)).write(to: photo)
     try FileManager.default.copyItem(at: photo, to: originRoot.appendingPathComponent("photo.jpg"))
     let origin = try TestOrigin(root: originRoot)
-    let worker = try WorkerProcess(databaseURL: database, storage: storage, settings: ["THUMBD_CONCURRENCY": "2"])
+    let worker = try WorkerProcess(
+      databaseURL: database, storage: storage, settings: ["THUMBD_CONCURRENCY": "2"])
     let console = try WorkerProcess(
       databaseURL: database, storage: storage, settings: ["THUMBD_CONSOLE_PASSWORD": Self.password],
       command: ["console", "--listen", "127.0.0.1:0", "--storage", "file://\(storage.path)"])

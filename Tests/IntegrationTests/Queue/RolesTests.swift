@@ -144,6 +144,7 @@ struct RolesTests {
     #expect(try r.run(ConsoleSQL.OverviewOwners.self).count == 1)
     try r.run(ConsoleSQL.OverviewWebhooks.self)
     try r.run(ConsoleSQL.Workers.self)
+    try r.run(ConsoleSQL.NewestJob.self)
     try r.run(ConsoleSQL.Profiles.self)
     #expect(try r.run(ConsoleSQL.Job.self, .init(id: job)).first?.state == "queued")
     try r.run(ConsoleSQL.JobVariants.self, .init(jobID: job))
@@ -156,8 +157,9 @@ struct RolesTests {
       try r.run(
         ConsoleSQL.JobsPage.self,
         .init(
-          state: "queued", errorCode: nil, profile: nil, owner: nil, externalID: nil, source: "https://example",
-          finishedAfter: nil, finishedBefore: nil, before: nil, limit: 50)
+          state: "queued", errorCode: nil, profile: nil, owner: nil, externalID: nil,
+          source: "https://example",
+          finishedAfter: nil, finishedBefore: nil, before: nil, floor: nil, limit: 50)
       ).count == 1)
     #expect(try r.run(ConsoleSQL.CheckProfile.self, .init(spec: #"{"variants": []}"#)).count == 1)
     let denied = "42501"

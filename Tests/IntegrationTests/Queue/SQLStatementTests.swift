@@ -132,7 +132,8 @@ struct SQLStatementTests {
   }
 
   @Test(arguments: [
-    ("Sources/Queue/SQL", SQL.all), ("Sources/thumbd/SQL", BenchSQL.all), ("Sources/Console/SQL", ConsoleSQL.all),
+    ("Sources/Queue/SQL", SQL.all), ("Sources/thumbd/SQL", BenchSQL.all),
+    ("Sources/Console/SQL", ConsoleSQL.all),
   ])
   func statementsAreNamedAfterTheirFiles(folder: String, statements: [SQLStatement]) throws {
     let folder = TestDatabase.repoRoot.appendingPathComponent(folder)

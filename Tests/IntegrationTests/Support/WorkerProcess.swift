@@ -15,7 +15,9 @@ final class WorkerProcess: @unchecked Sendable {
 
   /// Starts `thumbd worker` (or another `command` of the binary: `console`) with THUMBD_* settings;
   /// stdout and stderr go to a log file.
-  init(databaseURL: String, storage: URL, settings: [String: String] = [:], command: [String] = ["worker"]) throws {
+  init(
+    databaseURL: String, storage: URL, settings: [String: String] = [:], command: [String] = ["worker"]
+  ) throws {
     let binary = try #require(Self.binary)
     logURL = storage.deletingLastPathComponent().appendingPathComponent("worker-\(UUID().uuidString).log")
     var environment = [
