@@ -594,9 +594,10 @@ enum ConsoleSQL {
   ///
   /// The statement is sent unnamed with its values, so PostgreSQL plans it for them: the NULL tests fold
   /// away and each filter finds its index (the primary key backwards, jobs_error_idx, jobs_owner_idx,
-  /// jobs_external_idx, jobs_source_url_idx for a source prefix, jobs_finished_idx for a time window).
-  /// @source is a prefix of the URL as enqueued, its LIKE wildcards escaped; @finished_after and
-  /// @finished_before bound when the job reached its final state.
+  /// jobs_external_idx, jobs_source_key_idx for a source prefix, jobs_finished_idx for a time window).
+  /// @source is a prefix of the source's identity (the URL as enqueued, a presigned URL without its
+  /// signature: thumbs.source_identity), its LIKE wildcards escaped; @finished_after and @finished_before
+  /// bound when the job reached its final state.
   ///
   /// The filters without an index of their own (state, profile, time) walk the primary key and test each
   /// row, which for a rare match would read the whole table: so they read no lower than @floor (a window
@@ -616,7 +617,7 @@ enum ConsoleSQL {
            AND ($4::text IS NULL OR owner = $4)
            AND ($5::text IS NULL OR external_id = $5)
            AND ($6::text IS NULL
-                OR source_url LIKE replace(replace(replace($6, '\', '\\'), '%', '\%'), '_', '\_') || '%')
+                OR source_key LIKE replace(replace(replace($6, '\', '\\'), '%', '\%'), '_', '\_') || '%')
            AND ($7::timestamptz IS NULL OR finished_at >= $7)
            AND ($8::timestamptz IS NULL OR finished_at < $8)
            AND ($7::timestamptz IS NULL AND $8::timestamptz IS NULL

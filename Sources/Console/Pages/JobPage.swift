@@ -112,16 +112,32 @@ struct JobPage {
     return "<dl class=\"facts\">\(rows.map { "<dt>\($0.0)</dt><dd>\($0.1)</dd>" as HTML })</dl>"
   }
 
-  /// The ThumbHash's average colour as a swatch, and the hash itself.
+  /// The ThumbHash drawn as the app would draw its placeholder (decoded here, a small grid of cells
+  /// blurred by the SVG), at the aspect of the largest thumbnail, and the hash itself.
   func thumbhash(_ hash: String) -> HTML {
-    guard let bytes = Data(base64Encoded: hash), let color = ThumbHash.averageColor(Array(bytes)) else {
+    let aspect = variants.first.map { Double($0.height) / Double(max(1, $0.width)) } ?? 0.75
+    let (w, h) =
+      aspect <= 1 ? (32, max(1, Int((32 * aspect).rounded()))) : (max(1, Int((32 / aspect).rounded())), 32)
+    guard let bytes = Data(base64Encoded: hash),
+      let rgba = ThumbHash.decode(Array(bytes), width: w, height: h)
+    else {
       return "<span class=\"mono\">\(hash)</span>"
     }
-    func channel(_ value: Double) -> Int { Int((min(1, max(0, value)) * 255).rounded()) }
-    let rgb = "rgb(\(channel(color.r)),\(channel(color.g)),\(channel(color.b)))"
+    var cells: [HTML] = []
+    cells.reserveCapacity(w * h)
+    for y in 0..<h {
+      for x in 0..<w {
+        let i = (x + y * w) * 4
+        let color = String(format: "#%02x%02x%02x", rgba[i], rgba[i + 1], rgba[i + 2])
+        cells.append(
+          "<rect x=\"\(x)\" y=\"\(y)\" width=\"1.05\" height=\"1.05\" fill=\"\(color)\" fill-opacity=\"\(String(format: "%.2f", Double(rgba[i + 3]) / 255))\"/>"
+        )
+      }
+    }
     return """
-      <svg class="swatch" viewBox="0 0 4 3" aria-label="ThumbHash colour"><rect width="4" height="3" fill="\(rgb)"/></svg> \
-      <span class="mono">\(hash)</span>
+      <svg class="thumbhash" viewBox="0 0 \(w) \(h)" width="\(w * 4)" height="\(h * 4)" role="img" \
+      aria-label="ThumbHash placeholder" data-thumbhash="\(hash)"><defs><filter id="soft"><feGaussianBlur stdDeviation="0.5"/></filter></defs>\
+      <g filter="url(#soft)">\(cells)</g></svg><br><span class="mono">\(hash)</span>
       """
   }
 

@@ -5,9 +5,10 @@
 --
 -- The statement is sent unnamed with its values, so PostgreSQL plans it for them: the NULL tests fold
 -- away and each filter finds its index (the primary key backwards, jobs_error_idx, jobs_owner_idx,
--- jobs_external_idx, jobs_source_url_idx for a source prefix, jobs_finished_idx for a time window).
--- @source is a prefix of the URL as enqueued, its LIKE wildcards escaped; @finished_after and
--- @finished_before bound when the job reached its final state.
+-- jobs_external_idx, jobs_source_key_idx for a source prefix, jobs_finished_idx for a time window).
+-- @source is a prefix of the source's identity (the URL as enqueued, a presigned URL without its
+-- signature: thumbs.source_identity), its LIKE wildcards escaped; @finished_after and @finished_before
+-- bound when the job reached its final state.
 --
 -- The filters without an index of their own (state, profile, time) walk the primary key and test each
 -- row, which for a rare match would read the whole table: so they read no lower than @floor (a window
@@ -29,7 +30,7 @@ SELECT id, state, profile, owner, external_id, source_url, error_code, attempts,
    AND (@owner::text IS NULL OR owner = @owner)
    AND (@external_id::text IS NULL OR external_id = @external_id)
    AND (@source::text IS NULL
-        OR source_url LIKE replace(replace(replace(@source, '\', '\\'), '%', '\%'), '_', '\_') || '%')
+        OR source_key LIKE replace(replace(replace(@source, '\', '\\'), '%', '\%'), '_', '\_') || '%')
    AND (@finished_after::timestamptz IS NULL OR finished_at >= @finished_after)
    AND (@finished_before::timestamptz IS NULL OR finished_at < @finished_before)
    AND (@finished_after::timestamptz IS NULL AND @finished_before::timestamptz IS NULL

@@ -1549,13 +1549,9 @@ CREATE INDEX jobs_running_idx ON thumbs.jobs USING btree (id) WHERE (state = 'ru
 
 COMMENT ON INDEX thumbs.jobs_running_idx IS 'Running jobs, for the rescue of expired leases, the workers view and collection''s fence. Keyed on id, unique and growing, rather than on lease_expires_at or leased_by, which repeat across a leased batch and slowed the queue; and heartbeats, which change only lease_expires_at, stay HOT.';
 
-CREATE INDEX jobs_source_key_idx ON thumbs.jobs USING btree (source_key);
+CREATE INDEX jobs_source_key_idx ON thumbs.jobs USING btree (source_key text_pattern_ops);
 
-COMMENT ON INDEX thumbs.jobs_source_key_idx IS 'Every job of a source identity, ended ones too: the lease''s siblings, the shares_source mark of thumbs.enqueue, and forgetting a photo that has no external id.';
-
-CREATE INDEX jobs_source_url_idx ON thumbs.jobs USING btree (source_url text_pattern_ops);
-
-COMMENT ON INDEX thumbs.jobs_source_url_idx IS 'The console''s jobs by a prefix of their source URL (a bucket, a folder, one photo''s URL).';
+COMMENT ON INDEX thumbs.jobs_source_key_idx IS 'A source''s jobs (forgetting, the lease''s siblings, re-renders) and the console''s search by a prefix of the source (text_pattern_ops: LIKE ''prefix%'' in any collation).';
 
 CREATE INDEX jobs_turn_idx ON thumbs.jobs USING btree (priority DESC, turn, id) WHERE ((state = 'queued'::text) AND (turn IS NOT NULL));
 

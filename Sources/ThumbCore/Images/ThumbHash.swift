@@ -102,6 +102,79 @@ public enum ThumbHash {
     return (min(1, max(0, r)), min(1, max(0, r - q)), min(1, max(0, b)))
   }
 
+  /// The placeholder a hash describes, drawn at `width` x `height` (RGBA, 8 bits, straight alpha): the
+  /// inverse of `encode`, for pages that show it (the console). Nil for a hash too short to hold a
+  /// header.
+  public static func decode(_ hash: [UInt8], width w: Int, height h: Int) -> [UInt8]? {
+    guard hash.count >= 5, w > 0, h > 0 else { return nil }
+    let header24 = Int(hash[0]) | Int(hash[1]) << 8 | Int(hash[2]) << 16
+    let header16 = Int(hash[3]) | Int(hash[4]) << 8
+    let lDC = Double(header24 & 63) / 63
+    let pDC = Double(header24 >> 6 & 63) / 31.5 - 1
+    let qDC = Double(header24 >> 12 & 63) / 31.5 - 1
+    let lScale = Double(header24 >> 18 & 31) / 31
+    let hasAlpha = header24 >> 23 != 0
+    let pScale = Double(header16 >> 3 & 63) / 63
+    let qScale = Double(header16 >> 9 & 63) / 63
+    let isLandscape = header16 >> 15 != 0
+    let limit = hasAlpha ? 5 : 7
+    let stored = header16 & 7
+    let lx = max(3, isLandscape ? limit : stored)
+    let ly = max(3, isLandscape ? stored : limit)
+    if hasAlpha && hash.count < 6 { return nil }
+    let aDC = hasAlpha ? Double(hash[5] & 15) / 15 : 1
+    let aScale = hasAlpha ? Double(hash[5] >> 4) / 15 : 0
+    let start = hasAlpha ? 6 : 5
+    var nibble = 0
+    func terms(_ nx: Int, _ ny: Int, _ scale: Double) -> [(cx: Int, cy: Int, f: Double)] {
+      var out: [(Int, Int, Double)] = []
+      for cy in 0..<ny {
+        var cx = cy == 0 ? 1 : 0
+        while cx * ny < nx * (ny - cy) {
+          let index = start + nibble >> 1
+          let value = index < hash.count ? Int(hash[index]) >> ((nibble & 1) * 4) & 15 : 8
+          out.append((cx, cy, (Double(value) / 7.5 - 1) * scale))
+          cx += 1
+          nibble += 1
+        }
+      }
+      return out
+    }
+    let l = terms(lx, ly, lScale)
+    let p = terms(3, 3, pScale)
+    let q = terms(3, 3, qScale)
+    let a = hasAlpha ? terms(5, 5, aScale) : []
+    // The encoder keeps mean(value * cos * cos): a term with both frequencies non-zero carries a
+    // quarter of its amplitude, a term with one of them a half.
+    func value(_ terms: [(cx: Int, cy: Int, f: Double)], _ dc: Double, _ x: Int, _ y: Int) -> Double {
+      var v = dc
+      for term in terms {
+        v +=
+          term.f * (term.cx > 0 && term.cy > 0 ? 4 : 2)
+          * cos(Double.pi / Double(w) * Double(term.cx) * (Double(x) + 0.5))
+          * cos(Double.pi / Double(h) * Double(term.cy) * (Double(y) + 0.5))
+      }
+      return v
+    }
+    func byte(_ v: Double) -> UInt8 { UInt8(min(255, max(0, (255 * v).rounded()))) }
+    var rgba = [UInt8](repeating: 0, count: w * h * 4)
+    for y in 0..<h {
+      for x in 0..<w {
+        let lv = value(l, lDC, x, y)
+        let pv = value(p, pDC, x, y)
+        let qv = value(q, qDC, x, y)
+        let b = lv - 2 / 3 * pv
+        let r = (3 * lv - b + qv) / 2
+        let i = (x + y * w) * 4
+        rgba[i] = byte(r)
+        rgba[i + 1] = byte(r - qv)
+        rgba[i + 2] = byte(b)
+        rgba[i + 3] = hasAlpha ? byte(value(a, aDC, x, y)) : 255
+      }
+    }
+    return rgba
+  }
+
   /// The DC term, the AC terms (mapped to 0...1 by the largest) and that scale, over the triangle of
   /// coefficients cx * ny < nx * (ny - cy) (low frequencies only, as the format defines).
   private static func channel(

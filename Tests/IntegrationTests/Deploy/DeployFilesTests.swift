@@ -29,14 +29,33 @@ struct DeployFilesTests {
     .enabled(
       if: systemdAnalyze != nil, "systemd-analyze is not installed: the unit cannot be verified here"))
   func theUnitPassesSystemdAnalyzeVerify() throws {
+    try verify(unit: Self.unitURL, command: "worker --config /etc/thumbd/thumbd.yaml")
+  }
+
+  /// The console's unit, as systemd-analyze sees it; and its ExecStart is a command line the console
+  /// takes (`thumbd console --help` with the same options answers 0).
+  @Test(
+    .enabled(
+      if: systemdAnalyze != nil, "systemd-analyze is not installed: the unit cannot be verified here"))
+  func theConsoleUnitPassesSystemdAnalyzeVerify() throws {
+    let command =
+      "console --listen 127.0.0.1:8090 --password-file ${CREDENTIALS_DIRECTORY}/console-password"
+    try verify(unit: Self.deploy.appendingPathComponent("systemd/thumbd-console.service"), command: command)
+    let binary = try #require(WorkerProcess.binary)
+    let help = try runProgram(
+      binary.path, ["console", "--listen", "127.0.0.1:8090", "--password-file", "/dev/null", "--help"])
+    #expect(help.code == 0 && help.output.contains("--password-file"), "\(help.output)")
+  }
+
+  func verify(unit url: URL, command: String) throws {
     let tool = try #require(Self.systemdAnalyze)
     let binary = try #require(WorkerProcess.binary)
-    let unit = try String(contentsOf: Self.unitURL, encoding: .utf8)
+    let unit = try String(contentsOf: url, encoding: .utf8)
     // verify insists that ExecStart's program exists: the one change is the path of the built binary.
     let installed = "ExecStart=/usr/local/bin/thumbd "
-    #expect(unit.contains("\n" + installed + "worker --config /etc/thumbd/thumbd.yaml\n"))
+    #expect(unit.contains("\n" + installed + command + "\n"))
     let folder = try makeTemporaryDirectory()
-    let copy = folder.appendingPathComponent("thumbd.service")
+    let copy = folder.appendingPathComponent(url.lastPathComponent)
     try unit.replacingOccurrences(of: installed, with: "ExecStart=\(binary.path) ")
       .write(to: copy, atomically: true, encoding: .utf8)
     // Unknown keys and unparsable values are warnings (exit 0): any output at all is a failure.

@@ -34,11 +34,20 @@ struct KubernetesManifestTests {
     return found[0]
   }
 
+  /// The document of `kind` named `name`.
+  static func named(_ kind: String, _ name: String) throws -> [String: Any] {
+    let found = (try documents()[kind] ?? []).filter {
+      ($0["metadata"] as? [String: Any])?["name"] as? String == name
+    }
+    try #require(found.count == 1, "one \(kind) named \(name)")
+    return found[0]
+  }
+
   @Test func everyManifestParsesAndKustomizeListsThemAll() throws {
     let kinds = try Self.documents()
     for kind in [
       "Deployment", "PodDisruptionBudget", "ConfigMap", "Job", "ScaledObject", "TriggerAuthentication",
-      "Kustomization", "Secret",
+      "Kustomization", "Secret", "Service",
     ] {
       #expect(kinds[kind] != nil, "\(kind) missing")
     }
@@ -66,7 +75,7 @@ struct KubernetesManifestTests {
 
   @Test func theDeploymentFitsTheWorkersConfiguration() throws {
     let settings = try configuration()
-    let deployment = try Self.single("Deployment")
+    let deployment = try Self.named("Deployment", "thumbd")
     let template = try #require((deployment["spec"] as? [String: Any])?["template"] as? [String: Any])
     let pod = try #require(template["spec"] as? [String: Any])
     let container = try #require((pod["containers"] as? [[String: Any]])?.first)
@@ -103,6 +112,49 @@ struct KubernetesManifestTests {
     }
     let budget = try Self.single("PodDisruptionBudget")
     #expect((budget["spec"] as? [String: Any])?["maxUnavailable"] as? Int == 1)
+  }
+
+  /// The console: one replica (its sessions are in memory), listening on the port its Service targets,
+  /// probed on /healthz, its password and database from Secrets that secrets.example.yaml defines.
+  @Test func theConsoleIsOneReplicaBehindItsService() throws {
+    let deployment = try Self.named("Deployment", "thumbd-console")
+    let spec = try #require(deployment["spec"] as? [String: Any])
+    #expect(spec["replicas"] as? Int == 1)
+    let pod = try #require((spec["template"] as? [String: Any])?["spec"] as? [String: Any])
+    let container = try #require((pod["containers"] as? [[String: Any]])?.first)
+    let args = try #require(container["args"] as? [String])
+    #expect(args.first == "console" && args.contains("0.0.0.0:8090"), "\(args)")
+    for probe in ["livenessProbe", "readinessProbe"] {
+      let get = (container[probe] as? [String: Any])?["httpGet"] as? [String: Any]
+      #expect(get?["path"] as? String == "/healthz" && get?["port"] as? String == "http", "\(probe)")
+    }
+    let port = try #require((container["ports"] as? [[String: Any]])?.first)
+    #expect(port["name"] as? String == "http" && port["containerPort"] as? Int == 8090)
+    let service = try Self.named("Service", "thumbd-console")
+    let serviceSpec = try #require(service["spec"] as? [String: Any])
+    let labels =
+      ((spec["template"] as? [String: Any])?["metadata"] as? [String: Any])?["labels"] as? [String: String]
+    #expect(serviceSpec["selector"] as? [String: String] == labels, "the Service selects the console's pods")
+    #expect((serviceSpec["ports"] as? [[String: Any]])?.first?["targetPort"] as? String == "http")
+    // Every Secret key it reads is in the example.
+    let examples = try String(
+      contentsOf: Self.folder.appendingPathComponent("secrets.example.yaml"), encoding: .utf8)
+    let secrets = try Yams.load_all(yaml: examples).compactMap { $0 as? [String: Any] }
+    func key(_ secret: String, _ key: String) -> Bool {
+      secrets.contains {
+        ($0["metadata"] as? [String: Any])?["name"] as? String == secret
+          && ($0["stringData"] as? [String: Any])?[key] != nil
+      }
+    }
+    let env = try #require(container["env"] as? [[String: Any]])
+    for entry in env {
+      guard let reference = (entry["valueFrom"] as? [String: Any])?["secretKeyRef"] as? [String: Any] else {
+        continue
+      }
+      let (secret, name) = (reference["name"] as? String ?? "", reference["key"] as? String ?? "")
+      #expect(key(secret, name), "\(secret)/\(name) is not in secrets.example.yaml")
+    }
+    #expect(env.contains { $0["name"] as? String == "THUMBD_CONSOLE_PASSWORD" && $0["valueFrom"] != nil })
   }
 
   /// 512Mi, 1Gi, 768M, plain bytes.
