@@ -68,7 +68,10 @@ struct JobFilter: Sendable, Equatable {
 }
 
 enum JobsPage {
-  static func body(filter: JobFilter, floor: Int64?, rows: [ConsoleSQL.JobsPage.Row]) -> HTML {
+  static func body(
+    filter: JobFilter, floor: Int64?, rows: [ConsoleSQL.JobsPage.Row], session: Sessions.Session,
+    readOnly: Bool
+  ) -> HTML {
     let stateOptions = HTML.join(
       ([""] + JobFilter.states).map { state -> HTML in
         let selected: HTML = state == (filter.state ?? "") ? " selected" : ""
@@ -125,8 +128,17 @@ enum JobsPage {
     } else {
       older = ""
     }
+    // Filtered to one error code: its failed jobs can all be retried at once.
+    let retryAll: HTML =
+      filter.errorCode.map { code in
+        readOnly
+          ? ""
+          : Layout.actionButton(
+            "Retry every failed \(code) job", action: "/retry-failed", session: session,
+            fields: [("error_code", code)])
+      } ?? ""
     return """
-      <h1>Jobs</h1>\(form)
+      <h1>Jobs</h1>\(form)\(retryAll)
       <section id="jobs" data-live>\(table)</section>
       <p class="pager">\(newer)\(older)</p>
       """

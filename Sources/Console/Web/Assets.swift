@@ -33,6 +33,7 @@ enum Assets {
     button { font: inherit; padding: .3rem .8rem; border: 1px solid var(--accent); background: var(--accent);
       color: #fff; border-radius: 3px; cursor: pointer; }
     button.danger { background: var(--bad); border-color: var(--bad); }
+    button:disabled { opacity: .35; cursor: default; }
     .filters { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; margin-bottom: .8rem; }
     .filters label { display: flex; flex-direction: column; color: var(--muted); font-size: .85rem; }
     input, select, textarea { font: inherit; padding: .25rem .4rem; }
@@ -45,7 +46,7 @@ enum Assets {
       max-width: 420px; }
     .variants img { display: block; max-width: 100%; height: auto;
       background: repeating-conic-gradient(#eee 0 25%, #fff 0 50%) 0 0 / 16px 16px; }
-    figcaption { color: var(--muted); margin-top: .3rem; }
+    figcaption { color: var(--muted); margin-top: .3rem; overflow-wrap: anywhere; }
     dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; background: #fff;
       border: 1px solid var(--line); padding: .6rem 1rem; }
     dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; word-break: break-all; }

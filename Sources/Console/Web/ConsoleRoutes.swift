@@ -61,7 +61,9 @@ final class ConsoleRoutes: Sendable {
     }
     router.get("/") { [self] request, _ in try await page(request) { session in try await overview(session) }
     }
-    router.get("jobs") { [self] request, _ in try await page(request) { _ in try await jobs(request) } }
+    router.get("jobs") { [self] request, _ in
+      try await page(request) { session in try await jobs(request, session) }
+    }
     router.get("jobs/:id") { [self] request, context in
       try await page(request) { session in
         try await job(context.parameters.require("id", as: Int64.self), request, session)
@@ -182,11 +184,7 @@ final class ConsoleRoutes: Sendable {
   private func loginForm(_ request: Request, next: String?, refused: Bool) -> Response {
     let token = Secrets.token()
     let next = Self.safeNext(next)
-    var page = LoginPage.body(refused: refused, next: next)
-    page = HTML(
-      trusted: page.text.replacingOccurrences(
-        of: "<input type=\"hidden\" name=\"next\"",
-        with: "<input type=\"hidden\" name=\"csrf\" value=\"\(token)\"><input type=\"hidden\" name=\"next\""))
+    let page = LoginPage.body(refused: refused, next: next, csrf: token)
     var response = Self.html(page, status: refused ? .unauthorized : .ok)
     response.headers[values: .setCookie] = [Self.cookie(Self.loginCookie, token, request, maxAge: 3600)]
     return response
@@ -243,14 +241,17 @@ final class ConsoleRoutes: Sendable {
     return ("Overview", .overview, page.body)
   }
 
-  private func jobs(_ request: Request) async throws -> PageContent {
+  private func jobs(_ request: Request, _ session: Sessions.Session) async throws -> PageContent {
     let filter = JobFilter(query: Form(encoded: request.uri.query ?? ""))
     let newest =
       filter.hasIndexedFilter || filter.before != nil
       ? nil : try await database.run(ConsoleSQL.NewestJob.self).first?.id ?? nil
     let floor = filter.floor(newest: newest)
     let rows = try await database.run(ConsoleSQL.JobsPage.self, filter.parameters(floor: floor))
-    return ("Jobs", .jobs, JobsPage.body(filter: filter, floor: floor, rows: rows))
+    return (
+      "Jobs", .jobs,
+      JobsPage.body(filter: filter, floor: floor, rows: rows, session: session, readOnly: readOnly)
+    )
   }
 
   private func job(_ id: Int64, _ request: Request, _ session: Sessions.Session) async throws -> PageContent {
