@@ -5,13 +5,16 @@ import Synchronization
 /// back, `thumbs_jobs`) and the events' (a job succeeded, failed, was cancelled or forgotten,
 /// `thumbs_events`), each on a connection of its own. Pages then fetch their live regions again; the
 /// notification itself carries nothing a page shows.
+///
+/// PostgreSQL wakes every listening backend at each notifying commit (NotificationListener), so the
+/// console listens only while a page is open: a console nobody looks at costs the queue nothing.
 final class LiveFeed: Sendable {
   private let listeners: [NotificationListener]
   private let subscribers = Mutex<(next: Int, all: [Int: AsyncStream<Void>.Continuation])>((0, [:]))
 
   init(conninfo: String) {
     listeners = [NotificationListener.jobsChannel, "thumbs_events"].map {
-      NotificationListener(conninfo: conninfo, channel: $0, watching: true)
+      NotificationListener(conninfo: conninfo, channel: $0, watching: false)
     }
   }
 
@@ -43,10 +46,19 @@ final class LiveFeed: Sendable {
       state.all[state.next] = continuation
       return state.next
     }
+    listen()
     continuation.onTermination = { [weak self] _ in
-      _ = self?.subscribers.withLock { $0.all.removeValue(forKey: id) }
+      guard let self else { return }
+      _ = subscribers.withLock { $0.all.removeValue(forKey: id) }
+      listen()
     }
     return stream
+  }
+
+  /// Listens while anyone subscribes (NotificationListener connects and disconnects on its thread).
+  private func listen() {
+    let wanted = subscriberCount > 0
+    listeners.forEach { $0.watching(wanted) }
   }
 
   var subscriberCount: Int { subscribers.withLock { $0.all.count } }

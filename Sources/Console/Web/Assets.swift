@@ -63,10 +63,15 @@ enum Assets {
     // thumbd console: live regions and in-place form submission. Pages work without this script.
     (function () {
       "use strict";
-      var refreshing = false, again = false;
+      // At most one refresh every two seconds: a busy queue notifies many times a second, and each
+      // refresh reads the page again.
+      var refreshing = false, again = false, last = 0;
       function refresh() {
         if (refreshing) { again = true; return; }
+        var wait = last + 2000 - Date.now();
+        if (wait > 0) { if (!again) { again = true; setTimeout(function () { again = false; refresh(); }, wait); } return; }
         refreshing = true;
+        last = Date.now();
         fetch(location.href, { headers: { "X-Console-Live": "1" }, credentials: "same-origin" })
           .then(function (r) { return r.ok ? r.text() : null; })
           .then(function (text) {
@@ -81,7 +86,7 @@ enum Assets {
           .catch(function () {})
           .finally(function () {
             refreshing = false;
-            if (again) { again = false; setTimeout(refresh, 250); }
+            if (again) { again = false; setTimeout(refresh, Math.max(0, last + 2000 - Date.now())); }
           });
       }
       function notice(text, ok) {
@@ -110,7 +115,7 @@ enum Assets {
         var source = new EventSource("/live");
         source.addEventListener("change", function () {
           if (timer) return;
-          timer = setTimeout(function () { timer = null; refresh(); }, 300);
+          timer = setTimeout(function () { timer = null; refresh(); }, 200);
         });
         setInterval(refresh, 15000);
       }

@@ -415,8 +415,9 @@ final class ConsoleRoutes: Sendable {
 
   // MARK: - Live updates
 
-  /// Server-Sent Events: `change` after each burst of queue or event notifications, a comment every
-  /// 20 s so proxies keep the stream open.
+  /// Server-Sent Events: `change` after each burst of queue or event notifications, and a comment every
+  /// 5 s, which keeps proxies from closing the stream and finds a page that went away (its write
+  /// fails), so that the console stops listening once no page is open.
   private func liveStream() -> Response {
     let changes = feed.subscribe()
     let body = ResponseBody { writer in
@@ -428,7 +429,7 @@ final class ConsoleRoutes: Sendable {
         }
         group.addTask {
           while !Task.isCancelled {
-            try await Task.sleep(for: .seconds(20))
+            try await Task.sleep(for: .seconds(5))
             out.yield(": keep-alive\n\n")
           }
         }

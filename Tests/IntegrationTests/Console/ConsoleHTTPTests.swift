@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `thumbd console` over HTTP (curl), for what a browser test does not show: it will not start without
@@ -126,6 +127,32 @@ struct ConsoleHTTPTests {
     #expect(try client.request("/logout", form: [("csrf", token)]).status == 303)
     #expect(try client.request("/").status == 303)
     _ = console
+  }
+
+  /// The console listens for the queue's and the events' notifications only while a page holds its
+  /// event stream: each listening backend costs the database at every notifying commit.
+  @Test func itListensOnlyWhileAPageIsOpen() async throws {
+    let database = try TestDatabase.create()
+    let folder = try makeTemporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let (console, client) = try await start(database, folder: folder)
+    #expect(try client.logIn(Self.password).status == 303)
+    func listening() throws -> Int {
+      let rows = try sql(
+        database,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+      ).rows
+      return Int(rows.first?.first.flatMap { $0 } ?? "") ?? -1
+    }
+    try await Task.sleep(for: .milliseconds(500))
+    #expect(try listening() == 0, "no page open: no listener")
+    var page: HelperProcess? = try HelperProcess(
+      "/usr/bin/curl", ["-s", "-N", "-b", client.jar.path, client.base + "/live"], quiet: true)
+    #expect(await eventually(timeout: 10) { (try? listening()) == 2 }, "a page open: both channels")
+    page = nil
+    // The console finds out at its next write to the stream (a keep-alive every 5 s).
+    #expect(await eventually(timeout: 20) { (try? listening()) == 0 }, "the page gone: no listener")
+    _ = (console, page)
   }
 
   @Test func aReadOnlyConsoleShowsNoActionAndRefusesOne() async throws {
