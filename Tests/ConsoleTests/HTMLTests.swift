@@ -48,3 +48,21 @@ import Testing
     #expect(ConsoleRoutes.safeNext(nil) == "/")
   }
 }
+
+@Suite struct JobFilterTests {
+  @Test func aTimeFilterIsATimeOrNoFilter() {
+    #expect(JobFilter.timestamp("2026-11-29T16:05") == "2026-11-29 16:05")
+    #expect(JobFilter.timestamp("2026-11-29T16:05:30") == "2026-11-29 16:05:30")
+    #expect(JobFilter.timestamp("2026-13-29T16:05") == nil)
+    #expect(JobFilter.timestamp("9999-99-99T99:99") == nil)
+    #expect(JobFilter.timestamp("2026-11-29T16:05'; DROP") == nil)
+    #expect(JobFilter.timestamp("yesterday") == nil)
+  }
+
+  @Test func unknownStatesAndBadKeysetsAreNoFilter() {
+    let filter = JobFilter(query: Form(encoded: "state=exploded&before=abc&owner=u1"))
+    #expect(filter.state == nil && filter.before == nil && filter.owner == "u1")
+    #expect(filter.hasIndexedFilter)
+    #expect(filter.query(before: 10) == "owner=u1&before=10")
+  }
+}

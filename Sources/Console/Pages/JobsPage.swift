@@ -59,10 +59,16 @@ struct JobFilter: Sendable, Equatable {
   }
 
   /// A datetime-local value (`2026-11-29T16:05`, seconds optional) as PostgreSQL reads it; nil if it
-  /// is anything else.
+  /// is anything else, or not a time that exists (so that a bad value is no filter rather than an
+  /// error from the database).
   static func timestamp(_ text: String) -> String? {
-    let allowed = Set("0123456789-:T")
-    guard (16...19).contains(text.count), text.allSatisfy(allowed.contains) else { return nil }
+    let parts = text.split(whereSeparator: { "-T:".contains($0) }).map { Int($0) }
+    guard (16...19).contains(text.count), text.count == 16 ? parts.count == 5 : parts.count == 6,
+      parts.allSatisfy({ $0 != nil }), text.allSatisfy({ $0.isNumber || "-T:".contains($0) })
+    else { return nil }
+    let numbers = parts.compactMap { $0 }
+    let ranges = [1...9999, 1...12, 1...31, 0...23, 0...59, 0...59]
+    guard zip(numbers, ranges).allSatisfy({ $1.contains($0) }) else { return nil }
     return text.replacingOccurrences(of: "T", with: " ")
   }
 }
