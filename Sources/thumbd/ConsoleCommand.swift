@@ -83,7 +83,8 @@ struct ConsoleCommand: AsyncParsableCommand {
       secrets: [password] + (DatabaseURL.password(in: databaseURL).map { [$0] } ?? [])
         + (storageSettings?.s3Credentials?.secrets ?? []))
     let logger = Logger(label: "thumbd.console")
-    let pool = BlockingPool(threads: 4, name: "thumbd-console")
+    // The overview runs six statements at once; thumbnails are read from a local storage here too.
+    let pool = BlockingPool(threads: 8, name: "thumbd-console")
     defer { pool.shutdown() }
     let settings = ConsoleSettings(
       databaseURL: databaseURL, host: address.host, port: address.port, password: password,

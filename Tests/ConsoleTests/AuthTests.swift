@@ -27,7 +27,10 @@ import Testing
     var now = start
     var waits: [Duration] = []
     for _ in 0..<8 {
-      let slot = throttle.admit(now: now)
+      guard let slot = throttle.admit(now: now) else {
+        Issue.record("refused")
+        return
+      }
       waits.append(slot - now)
       now = slot
       throttle.failed(now: now)
@@ -39,25 +42,34 @@ import Testing
     #expect(waits.last == .seconds(4))
   }
 
-  @Test func theRightPasswordAfterAWrongOneIsLetInAfterTheSpacing() {
+  @Test func theRightPasswordAfterAWrongOneIsLetInAfterTheSpacing() throws {
     var throttle = LoginThrottle()
     _ = throttle.admit(now: start)
     throttle.failed(now: start)
-    let slot = throttle.admit(now: start)
+    let admitted = throttle.admit(now: start)
+    let slot = try #require(admitted)
     #expect(slot == start + .milliseconds(250))
     throttle.succeeded()
     #expect(throttle.failures == 0)
     #expect(throttle.admit(now: slot) == slot)
   }
 
-  @Test func guessesInParallelQueueBehindEachOther() {
+  @Test func guessesInParallelQueueBehindEachOtherUpToTheLongestWait() {
     var throttle = LoginThrottle()
     _ = throttle.admit(now: start)
     throttle.failed(now: start)
     throttle.failed(now: start)
-    // Ten guesses at the same instant get ten slots, each a spacing after the other.
-    let slots = (0..<10).map { _ in throttle.admit(now: start) }
-    for (earlier, later) in zip(slots, slots.dropFirst()) { #expect(later - earlier == .milliseconds(500)) }
+    // Guesses at the same instant get slots a spacing apart (500 ms after two failures), up to a wait
+    // of 4 s; the rest are refused at once and take no place.
+    let slots = (0..<20).map { _ in throttle.admit(now: start) }
+    let admitted = slots.compactMap { $0 }
+    #expect(admitted.count == 8, "\(admitted.count)")
+    for (earlier, later) in zip(admitted, admitted.dropFirst()) {
+      #expect(later - earlier == .milliseconds(500))
+    }
+    #expect(slots.dropFirst(8).allSatisfy { $0 == nil })
+    // Once the queue has moved on, an attempt is admitted again.
+    #expect(throttle.admit(now: start + .seconds(1)) != nil)
   }
 
   @Test func aQuietMinuteForgivesTheFailures() {

@@ -45,6 +45,8 @@ import Testing
     #expect(ConsoleRoutes.safeNext("//evil.example/") == "/")
     #expect(ConsoleRoutes.safeNext("https://evil.example/") == "/")
     #expect(ConsoleRoutes.safeNext("/\\evil.example") == "/")
+    #expect(ConsoleRoutes.safeNext("/\t/evil.example") == "/")
+    #expect(ConsoleRoutes.safeNext("/ /evil.example") == "/")
     #expect(ConsoleRoutes.safeNext(nil) == "/")
   }
 }

@@ -1,7 +1,8 @@
 /// How long each login attempt waits before its password is checked: attempts are spaced out after
-/// failures, never refused. Guesses in parallel queue behind each other, so a guesser gets a few a
-/// second at most, while the operator who mistyped waits a moment and is let in by the right password:
-/// there is no lockout for a guesser to inflict on them.
+/// failures. Guesses in parallel queue behind each other, so a guesser gets a few a second at most,
+/// while the operator who mistyped waits a moment and is let in by the right password. The queue is
+/// never longer than one longest spacing: an attempt that would wait more is answered at once (busy,
+/// 429) without taking a place, so a flood of guesses cannot push the operator's attempt minutes away.
 ///
 /// A pure value (decisions as values): `admit` says when an attempt may be checked, `failed` and
 /// `succeeded` record its outcome; the caller sleeps and keeps the clock.
@@ -33,14 +34,15 @@ public struct LoginThrottle: Sendable, Equatable {
     return min(spacing, settings.longest)
   }
 
-  /// The instant an attempt arriving `now` may be checked; the slot is the attempt's, the next one
-  /// comes a spacing later.
-  public mutating func admit(now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+  /// The instant an attempt arriving `now` may be checked (the slot is the attempt's, the next one
+  /// comes a spacing later), or nil when it would wait more than the longest spacing: busy, try again.
+  public mutating func admit(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
     if let lastFailure, now - lastFailure >= settings.forgiveAfter, failures > 0 {
       failures = 0
       nextCheck = nil
     }
     let slot = max(now, nextCheck ?? now)
+    guard slot - now <= settings.longest else { return nil }
     nextCheck = slot + spacing
     return slot
   }

@@ -772,7 +772,7 @@ enum ConsoleSQL {
         SELECT coalesce(error_code, 'unknown') AS error_code, count(*) AS jobs
           FROM thumbs.jobs
          WHERE state IN ('succeeded', 'failed', 'cancelled', 'forgotten')
-           AND finished_at > date_trunc('minute', now()) - interval '59 minutes'
+           AND finished_at >= date_trunc('minute', now()) - interval '59 minutes'
            AND state = 'failed'
          GROUP BY 1
          ORDER BY 2 DESC, 1
@@ -816,7 +816,7 @@ enum ConsoleSQL {
                count(*) FILTER (WHERE state = 'cancelled') AS cancelled
           FROM thumbs.jobs
          WHERE state IN ('succeeded', 'failed', 'cancelled', 'forgotten')
-           AND finished_at > date_trunc('minute', now()) - interval '59 minutes'
+           AND finished_at >= date_trunc('minute', now()) - interval '59 minutes'
          GROUP BY 1
          ORDER BY 1
         """#,

@@ -30,12 +30,16 @@ final class LiveFeed: Sendable {
     }
   }
 
+  /// Ends the listeners and every page's stream. Blocks until the listeners' threads have ended: call
+  /// it off the cooperative pool.
   func stop() {
     listeners.forEach { $0.stop() }
-    subscribers.withLock { state in
-      state.all.values.forEach { $0.finish() }
-      state.all.removeAll()
+    // Finished outside the lock: a stream's onTermination takes it.
+    let streams = subscribers.withLock { state in
+      defer { state.all.removeAll() }
+      return Array(state.all.values)
     }
+    streams.forEach { $0.finish() }
   }
 
   /// A stream that yields once for each burst of changes (a subscriber that is slow to read sees one).
@@ -56,9 +60,13 @@ final class LiveFeed: Sendable {
   }
 
   /// Listens while anyone subscribes (NotificationListener connects and disconnects on its thread).
+  /// Decided and told under the lock, so that a subscribe and an unsubscribe that overlap leave the
+  /// listeners as the last count says.
   private func listen() {
-    let wanted = subscriberCount > 0
-    listeners.forEach { $0.watching(wanted) }
+    subscribers.withLock { state in
+      let wanted = !state.all.isEmpty
+      listeners.forEach { $0.watching(wanted) }
+    }
   }
 
   var subscriberCount: Int { subscribers.withLock { $0.all.count } }

@@ -47,7 +47,8 @@ struct JobPage {
     let buttons: [HTML] = [
       action("Retry", "retry", enabled: job.state == "failed" || job.state == "cancelled"),
       action("Cancel", "cancel", enabled: live),
-      action("Re-render", "rerender", enabled: job.sourceURL != nil && job.state != "queued"),
+      // A photo with a live job would get that job back from thumbs.enqueue: only a finished one's.
+      action("Re-render", "rerender", enabled: job.sourceURL != nil && !live),
       // Forget asks first, on a page that names what goes (a GET): it works without JavaScript.
       """
       <form method="get" action="/jobs/\(job.id)/forget" class="action">\

@@ -12,6 +12,6 @@ SELECT (extract(epoch FROM date_trunc('minute', now()) - date_trunc('minute', fi
        count(*) FILTER (WHERE state = 'cancelled') AS cancelled
   FROM thumbs.jobs
  WHERE state IN ('succeeded', 'failed', 'cancelled', 'forgotten')
-   AND finished_at > date_trunc('minute', now()) - interval '59 minutes'
+   AND finished_at >= date_trunc('minute', now()) - interval '59 minutes'
  GROUP BY 1
  ORDER BY 1

@@ -105,6 +105,7 @@ enum Assets {
             fetch(form.action, { method: "POST", body: new URLSearchParams(new FormData(form)),
               headers: { "X-Console-Fetch": "1" }, credentials: "same-origin" })
               .then(function (r) { return r.text().then(function (t) { notice(t, r.ok); }); })
+              .catch(function () { notice("The console did not answer: nothing was sent.", false); })
               .then(refresh);
           });
         });
@@ -121,19 +122,23 @@ enum Assets {
       }
       var spec = document.getElementById("spec");
       if (spec) {
-        var pending = null;
+        // Each check is numbered: an answer older than the newest one shown is dropped.
+        var pending = null, sent = 0, shown = 0;
         spec.addEventListener("input", function () {
           clearTimeout(pending);
           pending = setTimeout(function () {
-            var form = spec.form, data = new URLSearchParams(new FormData(form));
+            var form = spec.form, data = new URLSearchParams(new FormData(form)), number = ++sent;
             fetch("/profiles/check", { method: "POST", body: data, headers: { "X-Console-Fetch": "1" },
               credentials: "same-origin" })
               .then(function (r) { return r.text(); })
               .then(function (html) {
+                if (number < shown) return;
+                shown = number;
                 var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("check");
                 var old = document.getElementById("check");
                 if (fresh && old) old.replaceWith(document.importNode(fresh, true));
-              });
+              })
+              .catch(function () {});
           }, 300);
         });
       }

@@ -199,7 +199,11 @@ final class ConsoleRoutes: Sendable {
     else {
       return Self.text(.forbidden, "the login form's security token is missing or wrong: reload the page\n")
     }
-    let slot = throttle.withLock { $0.admit(now: .now) }
+    guard let slot = throttle.withLock({ $0.admit(now: .now) }) else {
+      var busy = Self.text(.tooManyRequests, "too many login attempts at once: try again in a few seconds\n")
+      busy.headers[.retryAfter] = "5"
+      return busy
+    }
     if slot > .now { try? await Task.sleep(until: slot, clock: .continuous) }
     guard let guess = form["password"], password.matches(guess) else {
       throttle.withLock { $0.failed(now: .now) }
@@ -219,8 +223,10 @@ final class ConsoleRoutes: Sendable {
   /// Only a path of this console (not `//host`, not a URL): an open redirect would let a link to the
   /// login send the operator elsewhere once logged in.
   static func safeNext(_ next: String?) -> String {
+    // Only the characters of a path and query: a browser drops a tab or a line break from a URL, so
+    // `/<TAB>/evil.example` would become `//evil.example`.
     guard let next, next.hasPrefix("/"), !next.hasPrefix("//"), !next.contains("\\"),
-      !next.contains(where: { $0.isNewline })
+      next.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f })
     else { return "/" }
     return next
   }
@@ -419,8 +425,10 @@ final class ConsoleRoutes: Sendable {
   /// 5 s, which keeps proxies from closing the stream and finds a page that went away (its write
   /// fails), so that the console stops listening once no page is open.
   private func liveStream() -> Response {
-    let changes = feed.subscribe()
+    let feed = self.feed
     let body = ResponseBody { writer in
+      // Subscribed once the stream is written, so that a page that left before gets nothing held.
+      let changes = feed.subscribe()
       let (messages, out) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(8))
       try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask {

@@ -57,7 +57,8 @@ struct FeedService: Service {
     await withGracefulShutdownHandler {
       await feed.run()
     } onGracefulShutdown: {
-      feed.stop()
+      // stop() waits for the listeners' threads: not on a cooperative thread.
+      Thread.detachNewThread { feed.stop() }
     }
   }
 }
