@@ -99,7 +99,7 @@ public final class S3Store: ThumbnailStore {
   /// GetObject (s3:GetObject); a 404 is nil.
   public func get(key: String) async throws(JobError) -> [UInt8]? {
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-    let (answer, body) = try await exchange(.get, key: key, deadline: deadline)
+    let (answer, body) = try await exchange(.get, key: key, deadline: deadline, maxAnswerBytes: 64 << 20)
     return answer == .missing ? nil : body
   }
 
@@ -136,7 +136,8 @@ public final class S3Store: ThumbnailStore {
   /// `storage_failed`.
   private func exchange(
     _ method: HTTPRequest.Method, key: String, deadline: ContinuousClock.Instant, body: [UInt8] = [],
-    headers: [String] = [], payloadHash: String = S3Store.emptyHash, url: String? = nil
+    headers: [String] = [], payloadHash: String = S3Store.emptyHash, url: String? = nil,
+    maxAnswerBytes: Int? = nil
   ) async throws(JobError) -> (answer: S3Answer, body: [UInt8]) {
     var tryNumber = 0
     while true {
@@ -151,8 +152,8 @@ public final class S3Store: ThumbnailStore {
         headers: headers + credentials.headers(payloadHash: payloadHash), body: body,
         signing: credentials.signing(region: location.region))
       request.timeout = secondsLeft
-      // A GetObject of a large variant (the console's); other answers are small.
-      request.maxResponseBytes = 64 << 20
+      // A GetObject may be a large variant (the console's); other answers keep the transport's cap.
+      if let maxAnswerBytes { request.maxResponseBytes = maxAnswerBytes }
       request.userAgent = "thumbd/\(ThumbdVersion.current)"
       let answer: S3Answer
       var answerBody: [UInt8] = []

@@ -69,8 +69,6 @@ final class LiveFeed: Sendable {
     }
   }
 
-  var subscriberCount: Int { subscribers.withLock { $0.all.count } }
-
   private func broadcast() {
     subscribers.withLock { state in state.all.values.forEach { $0.yield() } }
   }

@@ -59,12 +59,8 @@ struct JobPage {
   }
 
   private func action(_ label: String, _ name: String, enabled: Bool) -> HTML {
-    let disabled: HTML = enabled ? "" : " disabled"
-    // In place with the script (the page stays and updates live), a normal POST without it.
-    return """
-      <form method="post" action="/jobs/\(job.id)/\(name)" class="action" data-inplace>\
-      \(Layout.csrfField(session))<button type="submit"\(disabled)>\(label)</button></form>
-      """
+    Layout.actionButton(
+      label, action: "/jobs/\(job.id)/\(name)", session: session, inPlace: true, enabled: enabled)
   }
 
   var variantFigures: HTML {

@@ -66,17 +66,20 @@ enum Layout {
     "<input type=\"hidden\" name=\"csrf\" value=\"\(session.csrf)\">"
   }
 
-  /// A button that POSTs `action` with the session's token: works without JavaScript.
+  /// A button that POSTs `action` with the session's token: works without JavaScript. `inPlace`: the
+  /// page's script sends it without leaving the page (which then updates live).
   static func actionButton(
     _ label: String, action: String, session: Sessions.Session, fields: [(String, String)] = [],
-    danger: Bool = false
+    danger: Bool = false, inPlace: Bool = false, enabled: Bool = true
   ) -> HTML {
     let hidden = HTML.join(
       fields.map { name, value in "<input type=\"hidden\" name=\"\(name)\" value=\"\(value)\">" })
     let kind: HTML = danger ? " class=\"danger\"" : ""
+    let script: HTML = inPlace ? " data-inplace" : ""
+    let disabled: HTML = enabled ? "" : " disabled"
     return """
-      <form method="post" action="\(action)" class="action">\(csrfField(session))\(hidden)\
-      <button type="submit"\(kind)>\(label)</button></form>
+      <form method="post" action="\(action)" class="action"\(script)>\(csrfField(session))\(hidden)\
+      <button type="submit"\(kind)\(disabled)>\(label)</button></form>
       """
   }
 }

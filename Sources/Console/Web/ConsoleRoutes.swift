@@ -268,11 +268,12 @@ final class ConsoleRoutes: Sendable {
     async let events = database.run(ConsoleSQL.JobEvents.self, .init(jobID: id))
     async let history = database.run(
       ConsoleSQL.JobHistory.self, .init(id: id, externalID: job.externalID, sourceKey: job.sourceKey))
-    let original = try await job.sourceKey.asyncMap { key in
-      try await database.run(ConsoleSQL.JobOriginal.self, .init(sourceKey: key)).first
+    var original: ConsoleSQL.JobOriginal.Row?
+    if let key = job.sourceKey {
+      original = try await database.run(ConsoleSQL.JobOriginal.self, .init(sourceKey: key)).first
     }
     let page = JobPage(
-      job: job, variants: try await variants, original: original ?? nil, events: try await events,
+      job: job, variants: try await variants, original: original, events: try await events,
       history: try await history, session: session, readOnly: readOnly)
     return ("Job \(id)", .jobs, page.body)
   }
@@ -373,43 +374,50 @@ final class ConsoleRoutes: Sendable {
     return Self.redirect("\(back)?\(query)")
   }
 
+  /// A spec's problems as the database finds them (thumbs.check_profile); a text that is not JSON at all
+  /// is said here, before the cast would fail.
+  private func problems(in spec: String) async throws -> [String] {
+    guard (try? JSONSerialization.jsonObject(with: Data(spec.utf8))) != nil else {
+      return ["spec is not JSON"]
+    }
+    return try await database.run(ConsoleSQL.CheckProfile.self, .init(spec: spec)).map(\.problem)
+  }
+
+  /// The profiles page with a draft in its form and the draft's check, answering a POST.
+  private func profilesAnswer(
+    _ session: Sessions.Session, draft: (name: String, spec: String), problems: [String],
+    notice: Notice? = nil,
+    status: HTTPResponse.Status = .ok
+  ) async throws -> Response {
+    let check = ProfilesPage.check(problems: problems, name: draft.name, spec: draft.spec)
+    let content = try await profiles(session, draft: draft, check: check)
+    return Self.html(
+      Layout.page(
+        title: content.title, section: content.section, session: session, readOnly: readOnly, notice: notice,
+        body: content.body),
+      status: status)
+  }
+
   private func checkProfile(
     _ form: Form, _ session: Sessions.Session, _ request: Request
   ) async throws -> Response {
-    let name = form["name"] ?? "draft"
-    let spec = form["spec"] ?? ""
-    let problems: [String]
-    if (try? JSONSerialization.jsonObject(with: Data(spec.utf8))) == nil {
-      problems = ["spec is not JSON"]
-    } else {
-      problems = try await database.run(ConsoleSQL.CheckProfile.self, .init(spec: spec)).map(\.problem)
+    let draft = (name: form["name"] ?? "draft", spec: form["spec"] ?? "")
+    let problems = try await problems(in: draft.spec)
+    if request.headers[.init("X-Console-Fetch")!] != nil {
+      return Self.html(ProfilesPage.check(problems: problems, name: draft.name, spec: draft.spec))
     }
-    let check = ProfilesPage.check(problems: problems, name: name, spec: spec)
-    if request.headers[.init("X-Console-Fetch")!] != nil { return Self.html(check) }
-    let content = try await profiles(session, draft: (name, spec), check: check)
-    return Self.html(
-      Layout.page(
-        title: content.title, section: content.section, session: session, readOnly: readOnly,
-        body: content.body))
+    return try await profilesAnswer(session, draft: draft, problems: problems)
   }
 
   private func saveProfile(_ form: Form, _ session: Sessions.Session) async throws -> Response {
     guard let name = form["name"], let spec = form["spec"] else {
       return Self.text(.badRequest, "a profile needs a name and a spec\n")
     }
-    let problems: [String]
-    if (try? JSONSerialization.jsonObject(with: Data(spec.utf8))) == nil {
-      problems = ["spec is not JSON"]
-    } else {
-      problems = try await database.run(ConsoleSQL.CheckProfile.self, .init(spec: spec)).map(\.problem)
-    }
+    let problems = try await problems(in: spec)
     guard problems.isEmpty else {
-      let content = try await profiles(
-        session, draft: (name, spec), check: ProfilesPage.check(problems: problems, name: name, spec: spec))
-      return Self.html(
-        Layout.page(
-          title: content.title, section: content.section, session: session, readOnly: readOnly,
-          notice: Notice(kind: .refused, text: "Not saved: the spec has problems."), body: content.body),
+      return try await profilesAnswer(
+        session, draft: (name, spec), problems: problems,
+        notice: Notice(kind: .refused, text: "Not saved: the spec has problems."),
         status: .unprocessableContent)
     }
     let version = try await database.run(ConsoleSQL.SaveProfile.self, .init(name: name, spec: spec)).first?
@@ -543,12 +551,5 @@ extension Notice {
         text: "Saved as version \(query["version"].flatMap { Int64($0) }.map(String.init) ?? "?").")
     default: return nil
     }
-  }
-}
-
-extension Optional {
-  func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
-    guard let value = self else { return nil }
-    return try await transform(value)
   }
 }

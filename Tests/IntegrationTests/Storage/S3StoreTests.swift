@@ -50,6 +50,19 @@ struct S3StoreTests {
     #expect(store.location(of: key) == "\(proxy.endpoint)/\(server.bucket)/\(prefix)/\(key)")
   }
 
+  /// GetObject (the console shows thumbnails through it): the stored bytes, larger than the transport's
+  /// default cap of answers, and nil for a key that is not there.
+  @Test func anObjectIsReadBackAndAMissingOneIsNil() async throws {
+    let store = try server.store(prefix: prefix)
+    let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+    let key = StorageKey.contentAddressed(bytes, fileExtension: "jpg")
+    #expect(try await put(store, key, bytes).get() == .uploaded)
+    let read = try await store.get(key: key)
+    #expect(read == bytes)
+    let missing = StorageKey.contentAddressed([1, 2, 3], fileExtension: "jpg")
+    #expect(try await store.get(key: missing) == nil)
+  }
+
   @Test func aSecondPutOfTheSameKeySendsNothing() async throws {
     let proxy = try S3FaultProxy(upstream: server.endpoint)
     let store = try server.store(prefix: prefix, endpoint: proxy.endpoint)
