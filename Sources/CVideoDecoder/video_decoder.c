@@ -203,6 +203,10 @@ int thumbd_video_open(const thumbd_video_part *parts, int part_count, int64_t to
     return -1;
   }
   snprintf(info->container, sizeof info->container, "%s", v->format->iformat->name);
+  // A Live Photo's MOV names its still by the identifier the still's maker note carries.
+  const AVDictionaryEntry *live =
+      av_dict_get(v->format->metadata, "com.apple.quicktime.content.identifier", NULL, 0);
+  snprintf(info->live_photo_id, sizeof info->live_photo_id, "%s", live ? live->value : "");
 
   // The largest video stream that is not cover art.
   int64_t best_area = -1;

@@ -47,11 +47,17 @@ extension ContinuousClock.Instant {
 public final class OpenedOriginal: @unchecked Sendable {
   public let original: OriginalBytes
   fileprivate var decoder: (any SourceDecoder)?
+  /// What moves with a still (nothing for other originals).
+  let motion: StillMotion
 
-  fileprivate init(_ original: OriginalBytes, decoder: any SourceDecoder) {
+  fileprivate init(_ original: OriginalBytes, decoder: any SourceDecoder, motion: StillMotion) {
     self.original = original
     self.decoder = decoder
+    self.motion = motion
   }
+
+  /// What the job's row says of the original beyond its format and size.
+  fileprivate func media(_ decoder: any SourceDecoder) -> MediaInfo? { decoder.media ?? motion.media }
 
   /// The original's format.
   public var format: ImageFormat? { decoder?.header.format ?? original.format }
@@ -76,7 +82,10 @@ public struct Thumbnailer: Sendable {
   /// allocated. What `probe` and `render` take, so that a job opens its original once from its
   /// admission to its render. Blocks: call it from a BlockingPool thread.
   public func open(_ original: OriginalBytes) throws(JobError) -> OpenedOriginal {
-    OpenedOriginal(original, decoder: try SourceDecoders.make(original, maxPixels: maxPixels))
+    let decoder = try SourceDecoders.make(original, maxPixels: maxPixels)
+    return OpenedOriginal(
+      original, decoder: decoder,
+      motion: StillMotion.describe(original, format: decoder.header.format, maxPixels: maxPixels))
   }
 
   /// The peak memory `render` is predicted to need for `data` (MemoryCostModel), from its header alone:
@@ -100,7 +109,8 @@ public struct Thumbnailer: Sendable {
     guard let decoder = opened.decoder else { return nil }
     let margin = economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin
     return (
-      decoder.estimate(variants: variants, margin: margin, fileBytes: opened.original.count), decoder.media
+      decoder.estimate(variants: variants, margin: margin, fileBytes: opened.original.count),
+      opened.media(decoder)
     )
   }
 
@@ -155,11 +165,18 @@ public struct Thumbnailer: Sendable {
     }
     decoder.searchPoster(at: posterAt, asking: asking)
     do {
-      return try render(decoder, variants: variants, economical: economical, timings: &timings, since: mark)
+      var outcome = try render(
+        decoder, variants: variants, economical: economical, timings: &timings, since: mark)
+      if case .rendered(var info, let variants) = outcome {
+        info.media = opened.media(decoder)
+        info.warnings += opened.motion.warnings
+        outcome = .rendered(info, variants)
+      }
+      return outcome
     } catch {
       // A video that fails still says it was one.
       var failure = error
-      if failure.media == nil { failure.media = decoder.media }
+      if failure.media == nil { failure.media = opened.media(decoder) }
       throw failure
     }
   }

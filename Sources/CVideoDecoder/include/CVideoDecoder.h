@@ -27,6 +27,7 @@ typedef struct {
   int keyframes_rewritten;      // HEVC CRA keyframes are decoded as IDR ones (every parameter set was read)
   int stand_in_limit;           // references a keyframe may name that are not held (see the decoder)
   int index_entries;            // samples the container's index lists for the stream (0: none read)
+  char live_photo_id[72];       // com.apple.quicktime.content.identifier (a Live Photo's MOV); "" when none
 } thumbd_video_info;
 
 // References a keyframe that is not rewritten may name that the decoder does not hold; past it, the

@@ -79,7 +79,8 @@ final class VideoSource: SourceDecoder {
       container: Self.containerName(original.head, demuxer: container),
       codedSize: coded,
       bitDepth: Int(info.bit_depth),
-      transfer: Int(info.color_trc))
+      transfer: Int(info.color_trc),
+      livePhotoID: withUnsafeBytes(of: info.live_photo_id) { LivePhotoIdentifier.identifier($0) })
     header = SourceHeader(
       format: .video, storedSize: display,
       orientation: Self.orientation(rotation: info.rotation, flipped: info.flipped != 0), hasAlpha: false,
@@ -143,7 +144,8 @@ final class VideoSource: SourceDecoder {
       durationSeconds: facts.duration.map { ($0 * 1000).rounded() / 1000 }, width: header.uprightSize.width,
       height: header.uprightSize.height, codec: facts.codec, container: facts.container,
       bitDepth: posterBits > 0 ? posterBits : facts.bitDepth > 0 ? facts.bitDepth : nil,
-      dynamicRange: Self.dynamicRange(transfer: posterTransfer > 2 ? posterTransfer : facts.transfer))
+      dynamicRange: Self.dynamicRange(transfer: posterTransfer > 2 ? posterTransfer : facts.transfer),
+      livePhotoID: facts.livePhotoID)
   }
 
   /// H.273 transfer characteristics: 16 is PQ (SMPTE ST 2084), 18 is HLG (ARIB STD-B67).
@@ -459,6 +461,8 @@ struct VideoFacts: Sendable, Equatable {
   var bitDepth: Int
   /// The H.273 transfer characteristics (16: PQ, 18: HLG).
   var transfer: Int
+  /// A Live Photo MOV's content identifier.
+  var livePhotoID: String?
 }
 
 extension VideoSource: FormatDecoder {

@@ -14,4 +14,7 @@ public struct RenderWarning: Sendable, Hashable, Codable {
 
   /// The file ended early; what arrived was rendered, the rows that did not are grey.
   public static let truncatedImage = "truncated_image"
+  /// The file says it carries a clip (a Motion Photo) that is not where it says, or no video thumbd
+  /// reads; the still was rendered alone.
+  public static let motionUnreadable = "motion_unreadable"
 }
