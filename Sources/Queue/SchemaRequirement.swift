@@ -5,7 +5,7 @@
 public enum SchemaRequirement {
   /// The newest migration (migrations/NNNN_name.sql) this build's statements need. Raised with each new
   /// migration: MigrationFolderTests fails when migrations/ holds a newer file than this.
-  public static let version = "0023"
+  public static let version = "0024"
 
   /// Why the worker cannot start on a database whose newest applied migration is `newestApplied` (nil:
   /// none), for the log line an operator acts on; nil when it can.

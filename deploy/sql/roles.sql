@@ -83,7 +83,7 @@ GRANT EXECUTE ON FUNCTION thumbs.enqueue(text, text, integer, timestamptz, jsonb
   thumbs.cancel(bigint), thumbs.forget(bigint), thumbs.forget_external(text), thumbs.rerender(text, integer)
   TO thumbd_enqueuer;
 GRANT SELECT ON thumbs.jobs, thumbs.variants, thumbs.queue_overview, thumbs.owner_overview,
-  thumbs.current_variants, thumbs.events, thumbs.rerender_overview TO thumbd_enqueuer;
+  thumbs.current_variants, thumbs.events, thumbs.rerender_overview, thumbs.live_photos TO thumbd_enqueuer;
 -- The photo identity of a source URL (how a presigned URL is looked up), and the events' cursor.
 GRANT EXECUTE ON FUNCTION thumbs.events_after(text, integer), thumbs.source_identity(text) TO thumbd_enqueuer;
 -- A profile spec checked before an operator saves it (migrations/0015).

@@ -1011,7 +1011,7 @@ COMMENT ON COLUMN thumbs.jobs.spec_version IS 'Re-render jobs: the version of th
 
 COMMENT ON COLUMN thumbs.jobs.warnings IS 'What a succeeded job has to say about its original, as a list of {"code", "message"} objects (such as truncated_image); empty when there is nothing to say.';
 
-COMMENT ON COLUMN thumbs.jobs.media IS 'For a video original, what it was: {"kind": "video", "duration_seconds", "width", "height", "codec", "container", "bit_depth", "dynamic_range"}; NULL for a photo.';
+COMMENT ON COLUMN thumbs.jobs.media IS 'What the original was beyond a plain photo: a video''s {"kind": "video", "duration_seconds", "width", "height", "codec", "container", "bit_depth", "dynamic_range", "live_photo_id"}, a still''s {"kind": "image", "motion", "live_photo_id"}; NULL for a plain photo.';
 
 COMMENT ON COLUMN thumbs.jobs.owner IS 'The user or tenant the job is for (thumbs.enqueue''s owner): among due jobs of equal priority, owners are served in turn; NULL: one owner of its own';
 
@@ -1097,6 +1097,47 @@ ALTER TABLE thumbs.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+CREATE VIEW thumbs.live_photos AS
+ SELECT s.owner,
+    s.live_photo_id,
+    s.id AS still_job_id,
+    s.external_id AS still_external_id,
+    v.id AS video_job_id,
+    v.external_id AS video_external_id,
+    GREATEST(s.finished_at, v.finished_at) AS paired_at
+   FROM (( SELECT DISTINCT ON (jobs.owner, (jobs.media ->> 'live_photo_id'::text)) jobs.owner,
+            (jobs.media ->> 'live_photo_id'::text) AS live_photo_id,
+            jobs.id,
+            jobs.external_id,
+            jobs.finished_at
+           FROM thumbs.jobs
+          WHERE ((jobs.state = 'succeeded'::text) AND (jobs.media ? 'live_photo_id'::text) AND ((jobs.media ->> 'kind'::text) = 'image'::text))
+          ORDER BY jobs.owner, (jobs.media ->> 'live_photo_id'::text), jobs.id DESC) s
+     JOIN ( SELECT DISTINCT ON (jobs.owner, (jobs.media ->> 'live_photo_id'::text)) jobs.owner,
+            (jobs.media ->> 'live_photo_id'::text) AS live_photo_id,
+            jobs.id,
+            jobs.external_id,
+            jobs.finished_at
+           FROM thumbs.jobs
+          WHERE ((jobs.state = 'succeeded'::text) AND (jobs.media ? 'live_photo_id'::text) AND ((jobs.media ->> 'kind'::text) = 'video'::text))
+          ORDER BY jobs.owner, (jobs.media ->> 'live_photo_id'::text), jobs.id DESC) v ON (((v.live_photo_id = s.live_photo_id) AND (NOT (v.owner IS DISTINCT FROM s.owner)))));
+
+COMMENT ON VIEW thumbs.live_photos IS 'Live Photos paired: per owner and identifier, the newest succeeded job of the still and of its video.';
+
+COMMENT ON COLUMN thumbs.live_photos.owner IS 'The jobs'' owner (NULL: jobs enqueued without one).';
+
+COMMENT ON COLUMN thumbs.live_photos.live_photo_id IS 'The identifier both halves carry: the still''s Apple maker note, the MOV''s content identifier.';
+
+COMMENT ON COLUMN thumbs.live_photos.still_job_id IS 'The newest succeeded job of the still (a HEIC or JPEG).';
+
+COMMENT ON COLUMN thumbs.live_photos.still_external_id IS 'That job''s external id.';
+
+COMMENT ON COLUMN thumbs.live_photos.video_job_id IS 'The newest succeeded job of the video (the MOV).';
+
+COMMENT ON COLUMN thumbs.live_photos.video_external_id IS 'That job''s external id.';
+
+COMMENT ON COLUMN thumbs.live_photos.paired_at IS 'When the later of the two finished.';
 
 CREATE TABLE thumbs.originals (
     url text NOT NULL,
@@ -1516,6 +1557,10 @@ COMMENT ON INDEX thumbs.jobs_external_idx IS 'A photo''s jobs by the backend''s 
 CREATE INDEX jobs_finished_idx ON thumbs.jobs USING btree (finished_at, id) WHERE (state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text, 'forgotten'::text]));
 
 COMMENT ON INDEX thumbs.jobs_finished_idx IS 'Ended jobs by finish time, for retention and the throughput view. id makes each key unique, since a batch of outcomes ends at one now().';
+
+CREATE INDEX jobs_live_photo_idx ON thumbs.jobs USING btree (owner, ((media ->> 'live_photo_id'::text)), ((media ->> 'kind'::text)), id DESC) WHERE ((state = 'succeeded'::text) AND (media ? 'live_photo_id'::text));
+
+COMMENT ON INDEX thumbs.jobs_live_photo_idx IS 'thumbs.live_photos: an owner''s succeeded halves of Live Photos, by identifier, newest first.';
 
 CREATE UNIQUE INDEX jobs_live_source_anonymous_idx ON thumbs.jobs USING btree (source_key, profile) WHERE ((state = ANY (ARRAY['queued'::text, 'running'::text])) AND (external_id IS NULL));
 

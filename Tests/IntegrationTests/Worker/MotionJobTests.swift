@@ -1,0 +1,68 @@
+import Foundation
+import TestSupport
+import Testing
+import ThumbCore
+
+/// Motion through a worker: both halves of a Live Photo, uploaded as two jobs of one owner, carry the
+/// same `live_photo_id` and `thumbs.live_photos` pairs them for the backend's role (a half without its
+/// partner, or under another owner, is not paired); Motion Photos in each layout get `media.motion`;
+/// a file lying about its clip succeeds as a still with a warning in its row and event.
+@Suite(
+  .serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)),
+  .enabled(if: MotionSamples.isAvailable, Comment(rawValue: MotionSamples.skipReason)))
+struct MotionJobTests {
+  @Test func liveHalvesArePairedAndMotionPhotosDescribed() async throws {
+    let folder = try #require(MotionSamples.folder, "motion-samples.py failed")
+    let deployment = try RolesTests().deployment()
+    let database = deployment.owner
+    let origin = try TestOrigin(root: folder)
+    let jobs: [(file: String, owner: String?, external: String)] = [
+      ("live-still.jpg", "ann", "ann-1"), ("live.mov", "ann", "ann-1-motion"),
+      ("live-still.jpg", "bob", "bob-1"),  // bob's MOV never came: no pair
+      ("live.mov", nil, "anon-motion"),  // the same identifier, another owner: no pair
+      ("google-container.jpg", "ann", "ann-2"), ("samsung-trailer.jpg", "ann", "ann-3"),
+      ("samsung-mpvd.heic", "ann", "ann-4"), ("google-container-too-long.jpg", "ann", "ann-5"),
+    ]
+    for job in jobs {
+      try sql(
+        deployment.enqueuer, "SELECT thumbs.enqueue($1, external_id => $2, owner => $3)",
+        [origin.url("/files/\(job.file)?for=\(job.external)"), job.external, job.owner])
+    }
+    let storage = try makeTemporaryDirectory()
+    let totals = try await drainQueue(databaseURL: database, storage: storage)
+    #expect(totals.succeeded == jobs.count, "\(totals)")
+    let samples = Dictionary(uniqueKeysWithValues: MotionSamples.cases.map { ($0.name, $0) })
+    let rows = try sql(
+      database,
+      "SELECT external_id, state, media->>'kind', media->>'live_photo_id', media->'motion'->>'offset',"
+        + " media->'motion'->>'length', media->'motion'->>'codec', warnings->0->>'code' FROM thumbs.jobs"
+    ).rows
+    let byExternal = Dictionary(uniqueKeysWithValues: rows.map { ($0[0]!, $0) })
+    let identifier = samples["live.mov"]?.livePhotoID
+    #expect(byExternal["ann-1"]?[2] == "image" && byExternal["ann-1"]?[3] == identifier)
+    #expect(byExternal["ann-1-motion"]?[2] == "video" && byExternal["ann-1-motion"]?[3] == identifier)
+    for (external, file) in [
+      ("ann-2", "google-container.jpg"), ("ann-3", "samsung-trailer.jpg"),
+      ("ann-4", "samsung-mpvd.heic"),
+    ] {
+      let sample = try #require(samples[file])
+      let row = try #require(byExternal[external])
+      #expect(row[2] == "image" && row[4] == sample.offset.map(String.init), "\(row)")
+      #expect(row[5] == sample.length.map(String.init) && row[6] == sample.codec, "\(row)")
+    }
+    #expect(byExternal["ann-5"]?[2] == nil && byExternal["ann-5"]?[7] == RenderWarning.motionUnreadable)
+    let event = try sql(
+      database,
+      "SELECT payload->'media'->'motion'->>'duration_ms', payload->'warnings'->0->>'code' FROM thumbs.events"
+        + " e JOIN thumbs.jobs j ON j.id = e.job_id WHERE j.external_id IN ('ann-2', 'ann-5')"
+        + " ORDER BY j.external_id"
+    ).rows
+    #expect(event.count == 2 && Int(event[0][0] ?? "") ?? 0 > 2900 && event[1][1] == "motion_unreadable")
+    // The backend's role reads the pairs.
+    let pairs = try sql(
+      deployment.enqueuer,
+      "SELECT owner, live_photo_id, still_external_id, video_external_id FROM thumbs.live_photos"
+    ).rows
+    #expect(pairs == [["ann", identifier, "ann-1", "ann-1-motion"]], "\(pairs)")
+  }
+}
