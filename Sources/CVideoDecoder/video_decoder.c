@@ -582,6 +582,94 @@ void thumbd_video_resume(thumbd_video *v, int entry, int pass_over_missing) {
   v->ended = 0;
 }
 
+int thumbd_video_play_from(thumbd_video *v, double seconds, char *message, size_t message_size) {
+  AVStream *stream = v->format->streams[v->stream];
+  const AVCodec *codec = find_decoder(stream->codecpar->codec_id);
+  avcodec_free_context(&v->decoder);
+  av_frame_free(&v->stand_in);
+  av_frame_unref(v->frame);
+  v->decoder = codec ? avcodec_alloc_context3(codec) : NULL;
+  if (!v->decoder || avcodec_parameters_to_context(v->decoder, stream->codecpar) < 0) {
+    snprintf(message, message_size, "out of memory");
+    return -4;
+  }
+  v->decoder->thread_count = 1;
+  v->decoder->pkt_timebase = stream->time_base;
+  int status = avcodec_open2(v->decoder, codec, NULL);
+  if (status < 0) {
+    say(message, message_size, "the video's decoder refused its parameters", status);
+    return -4;
+  }
+  int64_t target = (int64_t)((seconds + stream_start(stream)) / av_q2d(stream->time_base));
+  status = av_seek_frame(v->format, v->stream, target, AVSEEK_FLAG_BACKWARD);
+  if (status < 0) status = av_seek_frame(v->format, v->stream, 0, AVSEEK_FLAG_BACKWARD | AVSEEK_FLAG_BYTE);
+  v->ended = 0;
+  v->index_read = 0;
+  return 0;
+}
+
+int thumbd_video_next_frame(thumbd_video *v, double wanted, double until, int skip_loop_filters,
+                            int64_t deadline_ms, thumbd_video_frame *frame, char *message, size_t message_size) {
+  v->deadline_ms = deadline_ms;
+  v->decoder->skip_loop_filter = skip_loop_filters ? AVDISCARD_ALL : AVDISCARD_DEFAULT;
+  AVStream *stream = v->format->streams[v->stream];
+  double start = stream_start(stream);
+  av_frame_unref(v->frame);
+  for (;;) {
+    if (deadline_ms > 0 && now_ms() >= deadline_ms) {
+      snprintf(message, message_size, "no preview within the decode budget");
+      return -5;
+    }
+    int status = avcodec_receive_frame(v->decoder, v->frame);
+    if (status == 0) {
+      int given = give_frame(v, frame, message, message_size);
+      if (given == 1 && frame->time > until) {
+        av_frame_unref(v->frame);
+        return 0;
+      }
+      return given;
+    }
+    if (status == AVERROR_EOF) return 0;
+    if (status != AVERROR(EAGAIN)) {
+      say(message, message_size, "a frame of the video does not decode", status);
+      return -4;
+    }
+    // The decoder wants more: the next packet of the stream, or the end (drained for what it holds).
+    if (v->ended) {
+      avcodec_send_packet(v->decoder, NULL);
+      continue;
+    }
+    status = av_read_frame(v->format, v->packet);
+    if (status == AVERROR_EXIT) {
+      snprintf(message, message_size, "no preview within the decode budget");
+      return -5;
+    }
+    if (status < 0) {
+      v->ended = 1;
+      continue;
+    }
+    if (v->packet->stream_index != v->stream) {
+      av_packet_unref(v->packet);
+      continue;
+    }
+    int64_t pts = v->packet->pts != AV_NOPTS_VALUE ? v->packet->pts : v->packet->dts;
+    double time = pts != AV_NOPTS_VALUE ? pts * av_q2d(stream->time_base) - start : -1;
+    int64_t dts = v->packet->dts != AV_NOPTS_VALUE ? v->packet->dts : pts;
+    double decode_time = dts != AV_NOPTS_VALUE ? dts * av_q2d(stream->time_base) - start : -1;
+    // Past the window by more than a reordering could hold back: nothing after it is shown.
+    if (decode_time > until + 1) {
+      av_packet_unref(v->packet);
+      v->ended = 1;
+      continue;
+    }
+    // A frame shown before the one wanted is decoded only when others refer to it.
+    v->decoder->skip_frame = time >= 0 && time < wanted - 0.005 ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
+    status = avcodec_send_packet(v->decoder, v->packet);
+    av_packet_unref(v->packet);
+    if (status < 0 && status != AVERROR(EAGAIN)) continue;  // a damaged packet: the next may decode
+  }
+}
+
 void thumbd_video_close(thumbd_video *v) {
   if (!v) return;
   av_frame_free(&v->frame);

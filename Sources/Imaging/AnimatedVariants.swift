@@ -20,12 +20,12 @@ extension Thumbnailer {
     var done = false
   }
 
-  /// What each animated variant became: its file and its frame count, by index in `variants`.
-  /// `uprightRegions`: where each animated variant sits on the upright canvas.
+  /// What each animated variant became: its file, its frame count and its size, by index in
+  /// `variants`. `uprightRegions`: where each animated variant sits on the upright canvas.
   static func animate(
-    _ source: any AnimatedSource, variants: [VariantSpec], uprightRegions: [Int: Region],
+    _ source: any Animation, variants: [VariantSpec], uprightRegions: [Int: Region],
     timings: inout StageTimes
-  ) throws(JobError) -> [Int: (data: [UInt8], frames: Int)] {
+  ) throws(JobError) -> [Int: (data: [UInt8], frames: Int, size: PixelSize)] {
     let orientation = source.header.orientation
     let upright = source.header.uprightSize
     var animating: [Animating] = []
@@ -45,7 +45,7 @@ extension Thumbnailer {
     // A WebP's frames come as RGBA whatever its first frame is, a GIF's as its header says.
     var output: OutputStage?
     var mark = ContinuousClock.now
-    while animating.contains(where: { !$0.done }), spent + canvasPixels <= animationPixelBudget,
+    while animating.contains(where: { !$0.done }), spent + canvasPixels <= source.pixelBudget,
       let frame = try frames.next()
     {
       spent += canvasPixels
@@ -67,7 +67,7 @@ extension Thumbnailer {
         timings.add(mark.duration(to: .now).inSeconds, to: .resize)
         mark = .now
         if output?.model != image.model {
-          output = OutputStage(color: source.header.color, model: image.model)
+          output = OutputStage(color: frame.color ?? source.header.color, model: image.model)
         }
         var pixels = output!.sRGB(image, orientation: orientation)
         if pixels.channels == 1 { pixels = pixels.expandedGray() }
@@ -78,9 +78,12 @@ extension Thumbnailer {
     }
     mark = .now
     defer { timings.add(mark.duration(to: .now).inSeconds, to: .encode) }
-    var results: [Int: (data: [UInt8], frames: Int)] = [:]
+    var results: [Int: (data: [UInt8], frames: Int, size: PixelSize)] = [:]
     for variant in animating where variant.encoder.frames > 0 {
-      results[variant.index] = (try variant.encoder.finish(), variant.encoder.frames)
+      results[variant.index] = (
+        try variant.encoder.finish(), variant.encoder.frames,
+        orientation.uprightSize(of: variant.storedOutput)
+      )
     }
     return results
   }

@@ -167,10 +167,13 @@ public struct Thumbnailer: Sendable {
     do {
       var outcome = try render(
         decoder, variants: variants, economical: economical, timings: &timings, since: mark)
-      if case .rendered(var info, let variants) = outcome {
+      if case .rendered(var info, var rendered) = outcome {
         info.media = opened.media(decoder)
         info.warnings += opened.motion.warnings
-        outcome = .rendered(info, variants)
+        if let preview = try preview(of: decoder, opened, variants: variants) {
+          try Self.animate(preview, variants: variants, rendered: &rendered, timings: &info.timings)
+        }
+        outcome = .rendered(info, rendered)
       }
       return outcome
     } catch {
@@ -251,6 +254,50 @@ public struct Thumbnailer: Sendable {
     for (index, animation) in animations {
       rendered[index]?.data = animation.data
       rendered[index]?.frames = animation.frames
+    }
+  }
+}
+
+extension Thumbnailer {
+  /// The motion the animated variants of `variants` are made of when it is not an animated original's
+  /// own: a preview of a video from its poster, or of a Motion Photo's clip around its still's moment.
+  /// Nil when no variant is animated or nothing moves.
+  private func preview(
+    of decoder: any SourceDecoder, _ opened: OpenedOriginal, variants: [VariantSpec]
+  ) throws(JobError) -> VideoPreview? {
+    guard decoder.animation == nil, let limits = variants.lazy.compactMap(\.animation).first else {
+      return nil
+    }
+    let animated = variants.filter { $0.animation != nil }
+    if let video = decoder as? VideoSource {
+      let scale = RenderPlanner.requiredScale(source: video.header.uprightSize, variants: animated)
+      return VideoPreview(video, window: .from(video.posterTime ?? 0), limits: limits, requiredScale: scale)
+    }
+    guard let clip = opened.motion.clip, let bytes = opened.original.whole else { return nil }
+    let video = try VideoSource(.whole(Array(bytes[clip.range])), maxPixels: maxPixels)
+    let scale = RenderPlanner.requiredScale(source: video.header.uprightSize, variants: animated)
+    let moment = clip.stillMicroseconds.map { Double($0) / 1_000_000 }
+    return VideoPreview(video, window: .around(moment), limits: limits, requiredScale: scale)
+  }
+
+  /// The animated variants of a preview, in place of their stills: laid out on the preview's own
+  /// picture (a Motion Photo's clip may be smaller than its still, or of another shape), centred.
+  private static func animate(
+    _ preview: VideoPreview, variants: [VariantSpec], rendered: inout [RenderedVariant],
+    timings: inout StageTimes
+  ) throws(JobError) {
+    let upright = preview.header.uprightSize
+    var regions: [Int: Region] = [:]
+    for index in variants.indices where variants[index].animation != nil {
+      regions[index] =
+        VariantLayout.make(source: upright, box: variants[index].box, fit: variants[index].fit).region
+    }
+    let animations = try animate(preview, variants: variants, uprightRegions: regions, timings: &timings)
+    for (index, animation) in animations {
+      guard let at = rendered.firstIndex(where: { $0.name == variants[index].name }) else { continue }
+      rendered[at].data = animation.data
+      rendered[at].frames = animation.frames
+      rendered[at].size = animation.size
     }
   }
 }

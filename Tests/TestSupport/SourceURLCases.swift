@@ -132,4 +132,13 @@ public let profileSpecCases: [String] = [
   #"{"animation": {"frames": 5}, "variants": [{"name": "a", "width": 5, "height": 5}]}"#,
   #"{"animation": [], "variants": [{"name": "a", "width": 5, "height": 5}]}"#,
   #"{"animation": {"max_frames": 5}, "variants": []}"#,
+  #"{"animation": {"preview_seconds": 3, "fps": 10}, "variants": [{"name": "a", "width": 5, "height": 5, "format": "webp", "animated": true}]}"#,
+  #"{"animation": {"preview_seconds": 60, "fps": 30.0}, "variants": [{"name": "a", "width": 5, "height": 5}]}"#,
+  #"{"animation": {"preview_seconds": 0.5, "fps": 1, "max_frames": 4}, "variants": [{"name": "a", "width": 5, "height": 5}]}"#,
+  #"{"animation": {"preview_seconds": 0}, "variants": [{"name": "a", "width": 5, "height": 5}]}"#,
+  #"{"animation": {"preview_seconds": 60.5}, "variants": [{"name": "a", "width": 5, "height": 5}]}"#,
+  #"{"animation": {"preview_seconds": "3"}, "variants": [{"name": "a", "width": 5, "height": 5}]}"#,
+  #"{"animation": {"fps": 0}, "variants": [{"name": "a", "width": 5, "height": 5}]}"#,
+  #"{"animation": {"fps": 31}, "variants": [{"name": "a", "width": 5, "height": 5}]}"#,
+  #"{"animation": {"fps": 12.5}, "variants": [{"name": "a", "width": 5, "height": 5}]}"#,
 ]

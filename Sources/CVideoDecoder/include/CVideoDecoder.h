@@ -87,6 +87,18 @@ int thumbd_video_position(const thumbd_video *video, int *last_given);
 // bytes are not held are passed over when `pass_over_missing`, else asked for (status 2).
 void thumbd_video_resume(thumbd_video *video, int entry, int pass_over_missing);
 
+// Ends the keyframe search and starts decoding every frame, in sequence, from the last keyframe at or
+// before `seconds` (for an animated preview). The decoder is made anew for it: default picture
+// buffers, every frame decoded. 0, or negative with a message.
+int thumbd_video_play_from(thumbd_video *video, double seconds, char *message, size_t message_size);
+
+// After thumbd_video_play_from: the next frame in display order. Frames shown before `wanted` seconds
+// that nothing refers to are not decoded (the caller samples the clip and does not show them). 1: a
+// frame (valid until the next call or the close), 0: none left before `until`, negative: an error with a
+// message (-5: past `deadline_ms` on the monotonic clock).
+int thumbd_video_next_frame(thumbd_video *video, double wanted, double until, int skip_loop_filters,
+                            int64_t deadline_ms, thumbd_video_frame *frame, char *message, size_t message_size);
+
 void thumbd_video_close(thumbd_video *video);
 
 #endif

@@ -20,6 +20,10 @@ final class VideoSource: SourceDecoder {
   /// The bytes held of the file (the cost model counts them).
   var heldBytes: Int { held.reduce(0) { $0 + $1.count } }
   private var video: OpaquePointer?
+  /// The parts of the file handed to libavformat (into `bytes`), to open it again for a preview.
+  private let parts: [thumbd_video_part]
+  /// The poster's time in seconds, once decoded.
+  private(set) var posterTime: Double?
   /// What decides the decode's memory (MemoryCostModel.video).
   let stream: VideoStreamShape
   private let info: thumbd_video_info
@@ -40,6 +44,7 @@ final class VideoSource: SourceDecoder {
     var handle: OpaquePointer?
     var message = [CChar](repeating: 0, count: 256)
     let parts = file.parts
+    self.parts = parts
     let total = file.total
     totalBytes = total
     held = parts.map { Int($0.offset)..<Int($0.offset + $0.length) }
@@ -308,6 +313,7 @@ final class VideoSource: SourceDecoder {
     if chosen.image.size != target {
       chosen.image = Self.stretched(chosen.image, to: target)
     }
+    posterTime = max(0, chosen.look.time)
     let time = chosen.look.time >= 0 ? "\(Int((chosen.look.time * 1000).rounded())) ms" : "unknown time"
     var reduction = "keyframe at \(time)" + (skipLoopFilters ? ", loop filters skipped" : "")
     if toneMapped { reduction += ", \(VideoSource.dynamicRange(transfer: posterTransfer)) tone-mapped" }
@@ -318,6 +324,69 @@ final class VideoSource: SourceDecoder {
       image: chosen.image, reduction: reduction,
       color: toneMapped ? .unspecified : Self.color(primaries: Int(info.color_primaries)))
   }
+
+  /// Starts decoding every frame from the keyframe at or before `seconds` (a preview), opening the
+  /// file again when the poster's decode closed it.
+  func play(from seconds: Double) throws(JobError) {
+    var message = [CChar](repeating: 0, count: 256)
+    if video == nil {
+      var info = thumbd_video_info()
+      var handle: OpaquePointer?
+      let status = thumbd_video_open(
+        parts, Int32(parts.count), Int64(totalBytes), &handle, &info, &message, message.count)
+      guard status == 0 else {
+        throw JobError(.corruptImage, "the video does not open again for its preview")
+      }
+      video = handle
+    }
+    guard thumbd_video_play_from(video, seconds, &message, message.count) == 0 else {
+      throw JobError(.corruptImage, Self.text(message))
+    }
+  }
+
+  /// After `play`: the next frame shown at or after `wanted` seconds and at most `until`, as the
+  /// picture variants are made from, and its time; nil when none is left. Frames shown before `wanted`
+  /// that nothing refers to are not decoded.
+  func nextFrame(
+    wanted: Double, until: Double, skipLoopFilters: Bool, halveHDR: Bool, deadline: Int64
+  ) throws(JobError) -> (image: PlanarImage, time: Double, toneMapped: Bool)? {
+    guard let video else { throw JobError(.internalError, "the video was closed") }
+    var frame = thumbd_video_frame()
+    var message = [CChar](repeating: 0, count: 256)
+    while true {
+      let status = thumbd_video_next_frame(
+        video, wanted, until, skipLoopFilters ? 1 : 0, deadline, &frame, &message, message.count)
+      if status == 0 { return nil }
+      if status < 0 {
+        throw JobError(
+          status == -5 ? .timeout : status == -3 ? .unsupportedFormat : .corruptImage, Self.text(message))
+      }
+      if frame.time >= 0 && frame.time < wanted - 0.005 { continue }
+      var image = try picture(of: frame, halveHDR: halveHDR)
+      let toneMapped = image.model == .rgb
+      let target =
+        image.size.width < info.width
+        ? Self.displaySize(coded: image.size, sar: (Int(info.sar_num), Int(info.sar_den))) : header.storedSize
+      if image.size != target { image = Self.stretched(image, to: target) }
+      return (image, max(0, frame.time), toneMapped)
+    }
+  }
+
+  /// Deadlines on the monotonic clock, as the decoder reads them.
+  func deadline(after budget: Duration) -> Int64 {
+    let (seconds, attoseconds) = budget.components
+    return monotonicMilliseconds() + seconds * 1000 + attoseconds / 1_000_000_000_000_000
+  }
+
+  static func text(_ message: [CChar]) -> String {
+    String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// The colours of a frame that is not tone-mapped: its RGB read as sRGB, or its wide primaries.
+  var sdrColor: ColorDescription { Self.color(primaries: Int(info.color_primaries)) }
+
+  /// How long a preview may take to decode: the poster search's budget.
+  var decodeBudget: Duration { budget }
 
   /// The keyframes of the poster window up to `until` whose bytes are not held, the first few.
   private func missingKeyframes(until: Double) -> [Range<Int>] {

@@ -102,15 +102,22 @@ BEGIN
   IF coalesce(jsonb_typeof(animation), 'null') <> 'null'
      AND NOT coalesce(jsonb_typeof(animation) = 'object'
                        AND NOT EXISTS (SELECT FROM jsonb_object_keys(animation) AS k
-                                       WHERE k NOT IN ('max_frames', 'max_seconds'))
+                                       WHERE k NOT IN ('max_frames', 'max_seconds', 'preview_seconds', 'fps'))
                        AND (NOT animation ? 'max_frames'
                             OR thumbs.spec_integer(animation -> 'max_frames') BETWEEN 1 AND 1000)
                        AND (NOT animation ? 'max_seconds'
                             OR (jsonb_typeof(animation -> 'max_seconds') = 'number'
                                 AND (animation ->> 'max_seconds')::numeric > 0
-                                AND (animation ->> 'max_seconds')::numeric <= 600)), false) THEN
-    RETURN ARRAY['"animation" must be {"max_frames": N, "max_seconds": S}, N an integer from 1 to 1000, '
-                 || 'S a number above 0 and at most 600'];
+                                AND (animation ->> 'max_seconds')::numeric <= 600))
+                       AND (NOT animation ? 'preview_seconds'
+                            OR (jsonb_typeof(animation -> 'preview_seconds') = 'number'
+                                AND (animation ->> 'preview_seconds')::numeric > 0
+                                AND (animation ->> 'preview_seconds')::numeric <= 60))
+                       AND (NOT animation ? 'fps'
+                            OR thumbs.spec_integer(animation -> 'fps') BETWEEN 1 AND 30), false) THEN
+    RETURN ARRAY['"animation" must be {"max_frames": N, "max_seconds": S, "preview_seconds": P, "fps": F}, N an '
+                 || 'integer from 1 to 1000, S a number above 0 and at most 600, P a number above 0 and at most '
+                 || '60, F an integer from 1 to 30'];
   END IF;
   FOR item IN SELECT e FROM jsonb_array_elements(spec -> 'variants') AS e LOOP
     n := n + 1;

@@ -106,23 +106,34 @@ public struct VariantSpec: Sendable, Hashable, Codable {
 
 /// How much of an animation an animated variant keeps: the frames from the first, as long as there are
 /// at most `maxFrames` of them and they last at most `maxSeconds` together (at least the first frame).
+/// Motion sampled from a video (a video, a Live Photo's MOV, a Motion Photo's clip) is a preview of
+/// `previewSeconds` at `fps` frames a second, within the same limits.
 public struct AnimationLimits: Sendable, Hashable, Codable {
   public var maxFrames: Int
   public var maxSeconds: Double
+  public var previewSeconds: Double
+  public var fps: Int
 
   public init(
     maxFrames: Int = AnimationLimits.default.maxFrames,
-    maxSeconds: Double = AnimationLimits.default.maxSeconds
+    maxSeconds: Double = AnimationLimits.default.maxSeconds,
+    previewSeconds: Double = AnimationLimits.default.previewSeconds,
+    fps: Int = AnimationLimits.default.fps
   ) {
     self.maxFrames = maxFrames
     self.maxSeconds = maxSeconds
+    self.previewSeconds = previewSeconds
+    self.fps = fps
   }
 
   /// A profile without `animation`: enough for the GIFs people post (a few seconds at 10-25 frames a
-  /// second), short enough that one job stays a job.
-  public static let `default` = AnimationLimits(maxFrames: 100, maxSeconds: 10)
+  /// second), short enough that one job stays a job; a video's preview as photo grids loop them.
+  public static let `default` = AnimationLimits(maxFrames: 100, maxSeconds: 10, previewSeconds: 3, fps: 10)
   public static let frameRange = 1...1000
   public static let maxSecondsLimit = 600.0
+  /// Every frame of a preview is decoded: a minute of video is as long as one job should decode.
+  public static let maxPreviewSeconds = 60.0
+  public static let fpsRange = 1...30
 }
 
 /// A named set of variants, stored as JSON in `thumbs.profiles.spec`.

@@ -9,7 +9,8 @@ public import Foundation
 /// makes a video's poster the keyframe at or before that time instead of the first worth showing.
 /// `"animated": true` (with `"format": "webp"`) keeps an animated original's motion, up to the profile's
 /// `"animation": {"max_frames": N, "max_seconds": S}` (N 1 to 1000, default 100; S above 0 up to 600,
-/// default 10).
+/// default 10); of a video, a Live Photo's MOV or a Motion Photo it makes a preview of
+/// `"preview_seconds"` (above 0 up to 60, default 3) at `"fps"` frames a second (1 to 30, default 10).
 ///
 /// Unknown keys are refused, so a misspelt option is not ignored. Every problem is reported with the
 /// variant and field it concerns, since operators write these by hand: at most one per variant (the
@@ -26,7 +27,7 @@ public enum ProfileSpec {
   }
 
   static let specKeys: Set<String> = ["animation", "poster", "variants"]
-  static let animationKeys: Set<String> = ["max_frames", "max_seconds"]
+  static let animationKeys: Set<String> = ["max_frames", "max_seconds", "preview_seconds", "fps"]
   static let maxPosterSeconds = 86_400.0
   static let variantKeys: Set<String> = [
     "name", "width", "height", "fit", "format", "quality", "subsampling", "progressive", "speed", "crop",
@@ -79,9 +80,10 @@ public enum ProfileSpec {
     guard let limits = animationLimits(fields["animation"]) else {
       return .failure(
         Problems(list: [
-          "\"animation\" must be {\"max_frames\": N, \"max_seconds\": S}, N an integer from 1 to "
-            + "\(AnimationLimits.frameRange.upperBound), S a number above 0 and at most "
-            + "\(Int(AnimationLimits.maxSecondsLimit))"
+          "\"animation\" must be {\"max_frames\": N, \"max_seconds\": S, \"preview_seconds\": P, \"fps\": F}, N an "
+            + "integer from 1 to \(AnimationLimits.frameRange.upperBound), S a number above 0 and at most "
+            + "\(Int(AnimationLimits.maxSecondsLimit)), P a number above 0 and at most "
+            + "\(Int(AnimationLimits.maxPreviewSeconds)), F an integer from 1 to \(AnimationLimits.fpsRange.upperBound)"
         ]))
     }
     var problems: [String] = []
@@ -184,6 +186,16 @@ public enum ProfileSpec {
         return nil
       }
       limits.maxSeconds = number
+    }
+    if let seconds = fields["preview_seconds"] {
+      guard case .number(let number) = seconds, number > 0, number <= AnimationLimits.maxPreviewSeconds else {
+        return nil
+      }
+      limits.previewSeconds = number
+    }
+    if let fps = fields["fps"] {
+      guard let rate = integer(fps), AnimationLimits.fpsRange.contains(rate) else { return nil }
+      limits.fps = rate
     }
     return limits
   }
