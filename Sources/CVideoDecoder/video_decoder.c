@@ -367,6 +367,37 @@ int thumbd_video_keyframes(thumbd_video *v, double until, int64_t *offsets, int6
   return found;
 }
 
+int thumbd_video_samples(thumbd_video *v, double from, double until, int64_t *offsets, int64_t *lengths, int max) {
+  if (!v->index_read) return -1;
+  AVStream *stream = v->format->streams[v->stream];
+  double start = stream_start(stream);
+  int count = avformat_index_get_entries_count(stream);
+  // The keyframe the window's decoding starts from: the last at or before `from`.
+  int first = 0;
+  for (int i = 0; i < count; i++) {
+    const AVIndexEntry *entry = avformat_index_get_entry(stream, i);
+    if (!entry) continue;
+    if (entry->timestamp * av_q2d(stream->time_base) - start > from) break;
+    if (entry->flags & AVINDEX_KEYFRAME) first = i;
+  }
+  int found = 0;
+  for (int i = first; i < count; i++) {
+    const AVIndexEntry *entry = avformat_index_get_entry(stream, i);
+    if (!entry || entry->size <= 0 || entry->pos < 0) continue;
+    // Decoding times: a frame shown in the window may be decoded up to a second before it ends.
+    if (entry->timestamp * av_q2d(stream->time_base) - start > until + 1) break;
+    if (found > 0 && offsets[found - 1] + lengths[found - 1] == entry->pos) {
+      lengths[found - 1] += entry->size;
+      continue;
+    }
+    if (found == max) return -2;
+    offsets[found] = entry->pos;
+    lengths[found] = entry->size;
+    found++;
+  }
+  return found;
+}
+
 // The content's brightest pixel (MaxCLL), else the mastering display's peak, from the frame's SEI or
 // the container's boxes; 0 when neither says.
 static double peak_nits(const AVFrame *f, const AVStream *stream) {

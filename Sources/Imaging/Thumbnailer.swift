@@ -194,6 +194,9 @@ public struct Thumbnailer: Sendable {
       requiredScale: RenderPlanner.requiredScale(source: upright, variants: variants),
       margin: economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin)
     if let (ranges, search) = decoder.keyframesWanted { return .wants(ranges, search) }
+    if let (ranges, search) = VideoPreview.samplesWanted(decoder, variants: variants) {
+      return .wants(ranges, search)
+    }
     timings.decode = mark.secondsSince
     let output = OutputStage(
       color: decoded.color ?? header.color, model: decoded.image.model, coding: decoded.image.yCbCrCoding)

@@ -66,6 +66,12 @@ int thumbd_video_open(const thumbd_video_part *parts, int part_count, int64_t to
 int thumbd_video_keyframes(thumbd_video *video, double until, int64_t *offsets, int64_t *lengths, double *times,
                            int max);
 
+// Where the samples a preview of [from, until] seconds decodes lie, from the keyframe at or before
+// `from` on, adjacent ones joined: the count of ranges, -1 without an index to read, -2 when more than
+// `max`.
+int thumbd_video_samples(thumbd_video *video, double from, double until, int64_t *offsets, int64_t *lengths,
+                         int max);
+
 // Decodes the next keyframe at or before `until` seconds, on its own (only keyframes are decoded). 1: a
 // frame (valid until the next call or the close), 0: none left before `until`, 2: the next keyframe's
 // bytes are not held (an original read by ranges: read them and open it again, resuming from

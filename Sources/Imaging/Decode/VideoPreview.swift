@@ -25,6 +25,16 @@ final class VideoPreview: Animation {
 
   init(_ video: VideoSource, window: Window, limits: AnimationLimits, requiredScale: Double) {
     self.video = video
+    (start, end) = Self.seconds(of: window, in: video, limits: limits)
+    fps = limits.fps
+    skipLoopFilters = requiredScale <= HEVCTiles.loopFilterScale
+    halveHDR = requiredScale <= 0.5
+  }
+
+  /// The window's first and last second in the clip.
+  static func seconds(
+    of window: Window, in video: VideoSource, limits: AnimationLimits
+  ) -> (start: Double, end: Double) {
     let length = limits.previewSeconds
     let duration = video.facts.duration ?? .infinity
     var start: Double
@@ -34,11 +44,21 @@ final class VideoPreview: Animation {
     case .around(nil): start = duration.isFinite ? duration - length : 0
     }
     start = max(0, min(start, duration - length))
-    self.start = start
-    end = start + length
-    fps = limits.fps
-    skipLoopFilters = requiredScale <= HEVCTiles.loopFilterScale
-    halveHDR = requiredScale <= 0.5
+    return (start, start + length)
+  }
+
+  /// For a video read by ranges whose poster was found: the samples of the preview's window it does
+  /// not hold, and the search that decodes the same poster once they are read. Nil when nothing is
+  /// missing, no variant is animated, or its caller cannot read more.
+  static func samplesWanted(
+    _ decoder: any SourceDecoder, variants: [VariantSpec]
+  ) -> ([Range<Int>], PosterSearch)? {
+    guard let video = decoder as? VideoSource, video.asksForKeyframes, let search = video.finishedSearch,
+      let limits = variants.lazy.compactMap(\.animation).first
+    else { return nil }
+    let window = seconds(of: .from(video.posterTime ?? 0), in: video, limits: limits)
+    let missing = video.missingSamples(from: window.start, until: window.end)
+    return missing.isEmpty ? nil : (missing, search)
   }
 
   /// Frames are as the video's stored size; their colours come with each (an HDR one tone-mapped).

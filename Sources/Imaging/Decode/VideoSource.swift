@@ -314,6 +314,9 @@ final class VideoSource: SourceDecoder {
       chosen.image = Self.stretched(chosen.image, to: target)
     }
     posterTime = max(0, chosen.look.time)
+    if bestEntry >= 0 {
+      finishedSearch = PosterSearch(nextEntry: Int(Int32.max), best: chosen.look, bestEntry: Int(bestEntry))
+    }
     let time = chosen.look.time >= 0 ? "\(Int((chosen.look.time * 1000).rounded())) ms" : "unknown time"
     var reduction = "keyframe at \(time)" + (skipLoopFilters ? ", loop filters skipped" : "")
     if toneMapped { reduction += ", \(VideoSource.dynamicRange(transfer: posterTransfer)) tone-mapped" }
@@ -324,6 +327,52 @@ final class VideoSource: SourceDecoder {
       image: chosen.image, reduction: reduction,
       color: toneMapped ? .unspecified : Self.color(primaries: Int(info.color_primaries)))
   }
+
+  /// The parts of the file a preview of [from, until] seconds decodes that are not held (a video read
+  /// by ranges), joined where less than `joinGap` bytes apart; empty when all are held or the container
+  /// has no index to say (the preview then shows what is held).
+  func missingSamples(from: Double, until: Double) -> [Range<Int>] {
+    guard totalBytes > heldBytes else { return [] }
+    var message = [CChar](repeating: 0, count: 256)
+    if video == nil {
+      var info = thumbd_video_info()
+      var handle: OpaquePointer?
+      guard
+        thumbd_video_open(
+          parts, Int32(parts.count), Int64(totalBytes), &handle, &info, &message, message.count)
+          == 0
+      else { return [] }
+      video = handle
+    }
+    let max = 65_536
+    var offsets = [Int64](repeating: 0, count: max)
+    var lengths = [Int64](repeating: 0, count: max)
+    let count = Int(thumbd_video_samples(video, from, until, &offsets, &lengths, Int32(max)))
+    guard count > 0 else { return [] }
+    var missing: [Range<Int>] = []
+    for i in 0..<count {
+      let start = Int(offsets[i])
+      let end = start + Int(lengths[i])
+      guard start >= 0, end <= totalBytes else { continue }
+      let range = start..<end
+      if held.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) {
+        continue
+      }
+      if let last = missing.last, range.lowerBound - last.upperBound < Self.joinGap {
+        missing[missing.count - 1] = last.lowerBound..<range.upperBound
+      } else {
+        missing.append(range)
+      }
+    }
+    return missing
+  }
+
+  /// Samples this close are read in one request with what lies between (another track's samples).
+  static let joinGap = 64 * 1024
+
+  /// The poster search, finished: its next round decodes the chosen keyframe again and looks at no
+  /// other (a round that read a preview's samples). Nil before the poster is decoded.
+  private(set) var finishedSearch: PosterSearch?
 
   /// Starts decoding every frame from the keyframe at or before `seconds` (a preview), opening the
   /// file again when the poster's decode closed it.
@@ -362,7 +411,7 @@ final class VideoSource: SourceDecoder {
           status == -5 ? .timeout : status == -3 ? .unsupportedFormat : .corruptImage, Self.text(message))
       }
       if frame.time >= 0 && frame.time < wanted - 0.005 { continue }
-      var image = try picture(of: frame, halveHDR: halveHDR)
+      var image = try picture(of: frame, halveHDR: halveHDR, halveSDR: halveHDR)
       let toneMapped = image.model == .rgb
       let target =
         image.size.width < info.width
@@ -436,14 +485,19 @@ final class VideoSource: SourceDecoder {
 
   /// The frame as the picture the outputs are made from: an HDR frame (PQ or HLG, by the frame's own
   /// transfer, else the container's) tone-mapped to RGB, any other as its 8-bit planes.
-  private func picture(of frame: thumbd_video_frame, halveHDR: Bool) throws(JobError) -> PlanarImage {
+  private func picture(
+    of frame: thumbd_video_frame, halveHDR: Bool, halveSDR: Bool = false
+  ) throws(JobError) -> PlanarImage {
     let transfer = frame.color_trc != 2 ? Int(frame.color_trc) : Int(info.color_trc)
     posterBits = Int(frame.bits)
     posterTransfer = transfer
     let primaries = frame.color_primaries != 2 ? Int(frame.color_primaries) : Int(info.color_primaries)
     guard let hdr = HDRSignal(h273: transfer, primaries: primaries), frame.bits > 8, frame.gray == 0,
       let luma = frame.data.0, let cb = frame.data.1, let cr = frame.data.2
-    else { return try Self.planes(of: frame) }
+    else {
+      return halveSDR && frame.width >= 2 && frame.height >= 2
+        ? try Self.halvedPlanes(of: frame) : try Self.planes(of: frame)
+    }
     let size = PixelSize(width: Int(frame.width), height: Int(frame.height))
     let planes = YCbCrPlanes16(
       luma: UnsafeRawPointer(luma), lumaStride: Int(frame.linesize.0), cb: UnsafeRawPointer(cb),
@@ -494,6 +548,62 @@ final class VideoSource: SourceDecoder {
             for x in 0..<planeSize.width {
               let v = Int(UInt16(littleEndian: wide.loadUnaligned(fromByteOffset: x * 2, as: UInt16.self)))
               out[x] = UInt8(min(255, (v + half) >> shift))
+            }
+          }
+        }
+      }
+      planes.append(plane)
+    }
+    var image = PlanarImage(model: gray ? .gray : .yCbCr, planes: planes, subsampling: subsampling)
+    image.yCbCrCoding = coding(of: frame)
+    return image
+  }
+
+  /// The frame's planes at half size, each output sample the mean of 2x2 (deeper samples rounded to 8
+  /// bits in the same step): for outputs reduced 2x or more, a quarter of the copy and of the
+  /// resampling that follows, for a preview's many frames. An odd last row or column is dropped.
+  static func halvedPlanes(of frame: thumbd_video_frame) throws(JobError) -> PlanarImage {
+    let size = PixelSize(width: Int(frame.width) / 2, height: Int(frame.height) / 2)
+    let gray = frame.gray != 0
+    let sub = PlanarImage.Subsampling(
+      horizontal: 1 << Int(frame.chroma_shift_x), vertical: 1 << Int(frame.chroma_shift_y))
+    let subsampling: [PlanarImage.Subsampling] = gray ? [.none] : [.none, sub, sub]
+    let sources = [frame.data.0, frame.data.1, frame.data.2]
+    let strides = [frame.linesize.0, frame.linesize.1, frame.linesize.2]
+    let shift = max(0, Int(frame.bits) - 8) + 2
+    let wide = frame.bits > 8
+    var planes: [Plane] = []
+    for (index, factors) in subsampling.enumerated() {
+      let planeSize = factors.planeSize(size)
+      guard let source = sources[index] else { throw JobError(.corruptImage, "a video frame lacks a plane") }
+      // The source plane must hold 2x2 samples for every output one.
+      let sourceSize = factors.planeSize(PixelSize(width: Int(frame.width), height: Int(frame.height)))
+      let width = min(planeSize.width, sourceSize.width / 2)
+      let height = min(planeSize.height, sourceSize.height / 2)
+      var plane = Plane(width: planeSize.width, height: planeSize.height, zeroed: width < planeSize.width)
+      let stride = Int(strides[index])
+      let outStride = plane.stride
+      let half = 1 << (shift - 1)
+      plane.withUnsafeMutableBufferPointer { destination in
+        for y in 0..<height {
+          let top = UnsafeRawPointer(source + 2 * y * stride)
+          let bottom = top + stride
+          let out = destination.baseAddress! + y * outStride
+          if wide {
+            for x in 0..<width {
+              let a = Int(UInt16(littleEndian: top.loadUnaligned(fromByteOffset: x * 4, as: UInt16.self)))
+              let b = Int(UInt16(littleEndian: top.loadUnaligned(fromByteOffset: x * 4 + 2, as: UInt16.self)))
+              let c = Int(UInt16(littleEndian: bottom.loadUnaligned(fromByteOffset: x * 4, as: UInt16.self)))
+              let d = Int(
+                UInt16(littleEndian: bottom.loadUnaligned(fromByteOffset: x * 4 + 2, as: UInt16.self)))
+              out[x] = UInt8(truncatingIfNeeded: min(255, (a + b + c + d + half) >> shift))
+            }
+          } else {
+            let t = top.assumingMemoryBound(to: UInt8.self)
+            let u = bottom.assumingMemoryBound(to: UInt8.self)
+            for x in 0..<width {
+              let sum = Int(t[2 * x]) + Int(t[2 * x + 1]) + Int(u[2 * x]) + Int(u[2 * x + 1])
+              out[x] = UInt8(truncatingIfNeeded: (sum + 2) >> 2)
             }
           }
         }
