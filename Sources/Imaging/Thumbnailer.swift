@@ -108,10 +108,17 @@ public struct Thumbnailer: Sendable {
   ) -> (estimate: MemoryEstimate, media: MediaInfo?)? {
     guard let decoder = opened.decoder else { return nil }
     let margin = economical ? RenderPlanner.economicalMargin : RenderPlanner.reductionMargin
-    return (
-      decoder.estimate(variants: variants, margin: margin, fileBytes: opened.original.count),
-      opened.media(decoder)
-    )
+    var estimate = decoder.estimate(variants: variants, margin: margin, fileBytes: opened.original.count)
+    // A Motion Photo's preview: its clip copied out and decoded frame by frame, after the still.
+    let animated = variants.filter { $0.animation != nil }
+    if let clip = opened.motion.clip, let stream = opened.motion.clipStream, !animated.isEmpty {
+      let scale = RenderPlanner.requiredScale(source: stream.coded, variants: animated)
+      estimate.compressed += 2 * clip.length
+      estimate.codec = max(
+        estimate.codec,
+        MemoryCostModel.videoPreviewBytes(stream, scale: scale, toneMapped: opened.motion.clipHDR))
+    }
+    return (estimate, opened.media(decoder))
   }
 
   /// Decodes `data` once, at the smallest size that still serves the largest variant, and renders every

@@ -31,6 +31,36 @@ struct VideoCostMeasurementTests {
     for ratio in ratios { #expect(ratio <= 1.0 && ratio >= 1 / 1.5, "\(text)") }
   }
 
+  /// A preview decodes every frame of its window after the poster: the prediction (the larger of the
+  /// poster's decoder and the preview's pictures) bounds the peak of a 1080p H.264 and a 4K HEVC 10-bit
+  /// clip's poster, stills and animated preview, within half again.
+  @Test func thePredictionBoundsAPreviewsPeakWithinHalfAgain() throws {
+    let kinds = ["1080p-h264.mp4", "4k-hevc10.mov"]
+    let folder = try #require(PhoneVideos.folder(kinds: kinds), "phone-videos.py failed")
+    let profile = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "thumbd-preview-\(UUID()).json")
+    defer { try? FileManager.default.removeItem(at: profile) }
+    try Data(
+      #"{"variants": [{"name": "large", "width": 1600, "height": 1600}, {"name": "small", "width": 320, "height": 320}, {"name": "moving", "width": 320, "height": 320, "format": "webp", "animated": true}]}"#
+        .utf8
+    ).write(to: profile)
+    var ratios: [Double] = []
+    var text = ""
+    for kind in kinds {
+      let found = try ThumbdBinary.memoryRatios(
+        of: [folder.appendingPathComponent(kind).path], rowsEndingIn: String(kind.suffix(4)),
+        profile: profile.path)
+      ratios += found.ratios
+      text += found.output
+    }
+    #expect(ratios.count == kinds.count, "\(text)")
+    for ratio in ratios { #expect(ratio <= 1.0 && ratio >= 1 / 1.5, "\(text)") }
+    // The 4K preview fits the default budget.
+    let fourK = text.split(separator: "\n").first { $0.contains("4k-hevc10.mov") }
+    let predicted = fourK.flatMap { Double($0.split(separator: "|")[4].trimmingCharacters(in: .whitespaces)) }
+    #expect((predicted ?? .infinity) < 256, "\(text)")
+  }
+
   /// An HEVC keyframe that names pictures before it (a CRA picture, as x265 and open-GOP encoders
   /// write) is decoded as an IDR picture: the same pixels as ffmpeg's decode of the whole stream, without
   /// the grey stand-ins libavcodec would make for what it names. Over x265's options that change what a

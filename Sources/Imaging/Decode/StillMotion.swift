@@ -7,8 +7,10 @@ struct StillMotion: Sendable {
   /// What the job's row says (nil for a plain still).
   var media: MediaInfo?
   var warnings: [RenderWarning] = []
-  /// Where the clip lies, when there is one.
+  /// Where the clip lies, when there is one, and what decoding it takes.
   var clip: EmbeddedClip?
+  var clipStream: VideoStreamShape?
+  var clipHDR = false
 
   static func describe(_ original: OriginalBytes, format: ImageFormat, maxPixels: Int) -> StillMotion {
     guard format == .jpeg || format == .heif, let bytes = original.whole else { return StillMotion() }
@@ -27,6 +29,8 @@ struct StillMotion: Sendable {
           durationMs: video.facts.duration.map { Int(($0 * 1000).rounded()) }, codec: video.facts.codec,
           stillMs: clip.stillMicroseconds.map { ($0 + 500) / 1000 })
         described.clip = clip
+        described.clipStream = video.stream
+        described.clipHDR = video.header.color.hdr != nil
       } catch {
         described.warnings.append(
           unreadable("the clip at bytes \(clip.offset)+\(clip.length): \(error.message)"))

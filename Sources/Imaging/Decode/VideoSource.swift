@@ -78,7 +78,8 @@ final class VideoSource: SourceDecoder {
       codec: Self.codec(named: codec), coded: coded, bitDepth: Int(info.bit_depth),
       chromaShift: (Int(info.chroma_shift_x), Int(info.chroma_shift_y)), gray: info.gray != 0,
       keyframesRewritten: info.keyframes_rewritten != 0, standIns: Int(info.stand_in_limit),
-      indexEntries: Int(info.index_entries))
+      indexEntries: Int(info.index_entries), references: Int(info.references),
+      reorder: Int(info.reorder_frames))
     facts = VideoFacts(
       duration: info.duration >= 0 ? info.duration : nil, codec: codec,
       container: Self.containerName(original.head, demuxer: container),

@@ -20,11 +20,18 @@ public struct VideoStreamShape: Sendable, Equatable {
   public var standIns: Int
   /// Samples the container's index lists (the demuxer keeps a few tables of each).
   public var indexEntries: Int
+  /// Reference pictures the stream declares, and pictures its decoder may hold back to reorder them:
+  /// what decoding every frame of a preview keeps (0 when unknown).
+  public var references: Int
+  public var reorder: Int
 
   public init(
     codec: Codec, coded: PixelSize, bitDepth: Int, chromaShift: (x: Int, y: Int) = (1, 1), gray: Bool = false,
-    keyframesRewritten: Bool = false, standIns: Int = 0, indexEntries: Int = 0
+    keyframesRewritten: Bool = false, standIns: Int = 0, indexEntries: Int = 0, references: Int = 0,
+    reorder: Int = 0
   ) {
+    self.references = references
+    self.reorder = reorder
     self.codec = codec
     self.coded = coded
     self.bitDepth = bitDepth
@@ -38,7 +45,7 @@ public struct VideoStreamShape: Sendable, Equatable {
   public static func == (a: Self, b: Self) -> Bool {
     a.codec == b.codec && a.coded == b.coded && a.bitDepth == b.bitDepth && a.chromaShift == b.chromaShift
       && a.gray == b.gray && a.keyframesRewritten == b.keyframesRewritten && a.standIns == b.standIns
-      && a.indexEntries == b.indexEntries
+      && a.indexEntries == b.indexEntries && a.references == b.references && a.reorder == b.reorder
   }
 
   /// Samples per pixel over all planes: 1.5 at 4:2:0, 2 at 4:2:2, 3 at 4:4:4, 1 for grey.
@@ -93,6 +100,29 @@ extension MemoryCostModel {
     return videoDecoderFixed + Int(keyframe) + stream.indexEntries * videoIndexBytesPerSample
   }
 
+  /// The decoder's bytes while it decodes every frame of a preview's window: its fixed share, and each
+  /// picture it may hold (the references, those held back to reorder, the one decoding and the one
+  /// given; at least six for HEVC) with its motion field (H.264 1 byte a pixel, HEVC 0.75, the others 0.5), then the two copies
+  /// the preview holds (the frame shown and the next; halved, or tone-mapped to RGB, as the outputs
+  /// allow). Measured on 4K HEVC 10-bit and 1080p H.264 phone-like clips with VmHWM: 150 and 29 MiB
+  /// over their posters' (docs/benchmarks/video.md).
+  public static func videoPreviewBytes(_ stream: VideoStreamShape, scale: Double, toneMapped: Bool) -> Int {
+    let pixels = Double(stream.coded.pixels)
+    let motion: Double
+    switch stream.codec {
+    case .h264: motion = 1
+    case .hevc: motion = 0.75
+    default: motion = 0.5
+    }
+    // HEVC's header rarely says: six, its decoded picture buffer at a level's largest picture.
+    let declared = min(16, max(1, stream.references)) + min(16, max(0, stream.reorder)) + 2
+    let pictures = stream.codec == .hevc ? max(6, declared) : declared
+    let halved = scale <= 0.5 ? 4.0 : 1.0
+    let copy = pixels / halved * (toneMapped ? 3 : stream.samplesPerPixel)
+    return videoDecoderFixed
+      + Int(Double(pictures) * (Double(stream.pictureBytes) + motion * pixels) + 2 * copy)
+  }
+
   /// A video's poster: decoding holds the held bytes (and the decoder's copy of them), the decoder and
   /// one copy of the best keyframe so far (8-bit planes, or an HDR keyframe tone-mapped to RGB, at half
   /// size when no output needs more); the decoder is closed once the poster is chosen, and rendering
@@ -124,6 +154,13 @@ extension MemoryCostModel {
     estimate.interleaved = stretched
     estimate.rendering = renderingBytes(
       upright: upright, decoded: upright, variants: variants, convertsColour: toneMapped)
+    // A preview decodes after the poster's decoder is closed: the larger of the two.
+    let animated = variants.filter { $0.animation != nil }
+    if !animated.isEmpty {
+      let previewScale = RenderPlanner.requiredScale(source: upright, variants: animated)
+      estimate.codec = max(
+        estimate.codec, videoPreviewBytes(stream, scale: previewScale, toneMapped: toneMapped))
+    }
     return estimate
   }
 }
