@@ -384,8 +384,8 @@ int thumbd_video_samples(thumbd_video *v, double from, double until, int64_t *of
   for (int i = first; i < count; i++) {
     const AVIndexEntry *entry = avformat_index_get_entry(stream, i);
     if (!entry || entry->size <= 0 || entry->pos < 0) continue;
-    // Decoding times: a frame shown in the window may be decoded up to a second before it ends.
-    if (entry->timestamp * av_q2d(stream->time_base) - start > until + 1) break;
+    // Decoding times: a frame shown in the window may be decoded up to half a second before it ends.
+    if (entry->timestamp * av_q2d(stream->time_base) - start > until + 0.5) break;
     if (found > 0 && offsets[found - 1] + lengths[found - 1] == entry->pos) {
       lengths[found - 1] += entry->size;
       continue;
@@ -688,7 +688,7 @@ int thumbd_video_next_frame(thumbd_video *v, double wanted, double until, int sk
     int64_t dts = v->packet->dts != AV_NOPTS_VALUE ? v->packet->dts : pts;
     double decode_time = dts != AV_NOPTS_VALUE ? dts * av_q2d(stream->time_base) - start : -1;
     // Past the window by more than a reordering could hold back: nothing after it is shown.
-    if (decode_time > until + 1) {
+    if (decode_time > until + 0.5) {
       av_packet_unref(v->packet);
       v->ended = 1;
       continue;

@@ -65,4 +65,72 @@ struct MotionJobTests {
     ).rows
     #expect(pairs == [["ann", identifier, "ann-1", "ann-1-motion"]], "\(pairs)")
   }
+
+  /// The RIFF chunks of a WebP file, by their tags, in order.
+  func chunks(_ bytes: [UInt8]) -> [String] {
+    var tags: [String] = []
+    var at = 12
+    while at + 8 <= bytes.count {
+      tags.append(String(decoding: bytes[at..<(at + 4)], as: UTF8.self))
+      let size =
+        Int(bytes[at + 4]) | Int(bytes[at + 5]) << 8 | Int(bytes[at + 6]) << 16 | Int(bytes[at + 7]) << 24
+      at += 8 + size + size % 2
+    }
+    return tags
+  }
+
+  /// A profile with a still and an animated variant: an 8 s 1080p video read by ranges from its
+  /// origin gets its poster and a 3 s preview from it (the window's samples read, not the whole file),
+  /// a Motion Photo a preview of its clip; both stills stay JPEGs.
+  @Test func previewsOfAVideoAndAMotionPhoto() async throws {
+    let folder = try makeTemporaryDirectory()
+    let (status, output) = try runProgram(
+      "/usr/bin/ffmpeg",
+      [
+        "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=30:duration=8", "-c:v",
+        "libx264",
+        "-preset", "veryfast", "-g", "30", "-pix_fmt", "yuv420p",
+        folder.appendingPathComponent("clip.mp4").path,
+      ])
+    try #require(status == 0, "ffmpeg: \(output)")
+    try Data(try MotionSamples.bytes("google-container.jpg")).write(
+      to: folder.appendingPathComponent("mp.jpg"))
+    let database = try TestDatabase.create()
+    try sql(
+      database,
+      """
+      INSERT INTO thumbs.profiles (name, spec) VALUES ('motion', '{"variants": [
+        {"name": "still", "width": 320, "height": 320},
+        {"name": "moving", "width": 320, "height": 320, "format": "webp", "animated": true}]}')
+      """)
+    let origin = try TestOrigin(root: folder)
+    for name in ["clip.mp4", "mp.jpg"] {
+      try sql(
+        database, "SELECT thumbs.enqueue($1, 'motion', external_id => $2)",
+        [origin.url("/files/\(name)"), name])
+    }
+    let storage = try makeTemporaryDirectory()
+    let totals = try await drainQueue(databaseURL: database, storage: storage)
+    #expect(totals.succeeded == 2, "\(totals)")
+    let rows = try sql(
+      database,
+      "SELECT j.external_id, v.name, v.format, v.width::text, v.height::text, v.storage_key FROM thumbs.variants v"
+        + " JOIN thumbs.jobs j ON j.id = v.job_id ORDER BY j.external_id, v.name"
+    ).rows
+    #expect(
+      rows.map { [$0[0], $0[1], $0[2], $0[3], $0[4]] } == [
+        ["clip.mp4", "moving", "webp", "320", "180"], ["clip.mp4", "still", "jpeg", "320", "180"],
+        ["mp.jpg", "moving", "webp", "320", "240"], ["mp.jpg", "still", "jpeg", "320", "240"],
+      ], "\(rows)")
+    for row in rows where row[1] == "moving" {
+      let tags = chunks([UInt8](try Data(contentsOf: storage.appendingPathComponent(try #require(row[5])))))
+      // 3 s at 10 frames a second: 30 frames, each different (the pattern moves).
+      #expect(tags.contains("ANIM") && tags.filter { $0 == "ANMF" }.count >= 25, "\(row[0] ?? ""): \(tags)")
+    }
+    let size = try FileManager.default.attributesOfItem(
+      atPath: folder.appendingPathComponent("clip.mp4").path)[.size]
+    let sent = try await origin.count(at: "/_bytes/files/clip.mp4", key: "bytes")
+    #expect(
+      sent < (size as? Int ?? 0) * 3 / 4, "the video's window, not all of it: \(sent) of \(size ?? 0) bytes")
+  }
 }
