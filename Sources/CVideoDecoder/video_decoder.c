@@ -640,7 +640,8 @@ int thumbd_video_play_from(thumbd_video *v, double seconds, char *message, size_
 }
 
 int thumbd_video_next_frame(thumbd_video *v, double wanted, double until, int skip_loop_filters,
-                            int64_t deadline_ms, thumbd_video_frame *frame, char *message, size_t message_size) {
+                            int references_only, int64_t deadline_ms, thumbd_video_frame *frame, char *message,
+                            size_t message_size) {
   v->deadline_ms = deadline_ms;
   v->decoder->skip_loop_filter = skip_loop_filters ? AVDISCARD_ALL : AVDISCARD_DEFAULT;
   AVStream *stream = v->format->streams[v->stream];
@@ -693,8 +694,10 @@ int thumbd_video_next_frame(thumbd_video *v, double wanted, double until, int sk
       v->ended = 1;
       continue;
     }
-    // A frame shown before the one wanted is decoded only when others refer to it.
-    v->decoder->skip_frame = time >= 0 && time < wanted - 0.005 ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
+    // A frame shown before the one wanted is decoded only when others refer to it (any frame, when the
+    // caller takes reference frames only).
+    v->decoder->skip_frame =
+        references_only || (time >= 0 && time < wanted - 0.005) ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
     status = avcodec_send_packet(v->decoder, v->packet);
     av_packet_unref(v->packet);
     if (status < 0 && status != AVERROR(EAGAIN)) continue;  // a damaged packet: the next may decode

@@ -99,11 +99,13 @@ void thumbd_video_resume(thumbd_video *video, int entry, int pass_over_missing);
 int thumbd_video_play_from(thumbd_video *video, double seconds, char *message, size_t message_size);
 
 // After thumbd_video_play_from: the next frame in display order. Frames shown before `wanted` seconds
-// that nothing refers to are not decoded (the caller samples the clip and does not show them). 1: a
-// frame (valid until the next call or the close), 0: none left before `until`, negative: an error with a
-// message (-5: past `deadline_ms` on the monotonic clock).
+// that nothing refers to are not decoded (the caller samples the clip and does not show them), nor any
+// that nothing refers to when `references_only` (the caller takes the next reference frame for a sample).
+// 1: a frame (valid until the next call or the close), 0: none left before `until`, negative: an error
+// with a message (-5: past `deadline_ms` on the monotonic clock).
 int thumbd_video_next_frame(thumbd_video *video, double wanted, double until, int skip_loop_filters,
-                            int64_t deadline_ms, thumbd_video_frame *frame, char *message, size_t message_size);
+                            int references_only, int64_t deadline_ms, thumbd_video_frame *frame, char *message,
+                            size_t message_size);
 
 void thumbd_video_close(thumbd_video *video);
 

@@ -29,7 +29,15 @@ final class VideoPreview: Animation {
     fps = limits.fps
     skipLoopFilters = requiredScale <= HEVCTiles.loopFilterScale
     halveHDR = requiredScale <= 0.5
+    // At twice the preview's rate or more, every sample has a frame within one of the clip's frames of
+    // it, and streams with B-frames refer to every other one: the frames nothing refers to are not
+    // decoded, and a sample shows the next reference frame (at most one frame of the clip late).
+    let rate = video.facts.duration.flatMap { $0 > 0 ? Double(video.stream.indexEntries) / $0 : nil } ?? 0
+    referencesOnly = rate >= 2 * Double(limits.fps)
   }
+
+  /// Only frames others refer to are decoded (VideoSource.nextFrame).
+  let referencesOnly: Bool
 
   /// The window's first and last second in the clip.
   static func seconds(
@@ -100,7 +108,7 @@ final class VideoPreview: Animation {
         do {
           found = try preview.video.nextFrame(
             wanted: wanted, until: preview.end - step / 2, skipLoopFilters: preview.skipLoopFilters,
-            halveHDR: preview.halveHDR, deadline: deadline)
+            referencesOnly: preview.referencesOnly, halveHDR: preview.halveHDR, deadline: deadline)
         } catch {
           // Out of time or damaged after some frames: what was made stands.
           if held == nil { throw error }

@@ -398,14 +398,16 @@ final class VideoSource: SourceDecoder {
   /// picture variants are made from, and its time; nil when none is left. Frames shown before `wanted`
   /// that nothing refers to are not decoded.
   func nextFrame(
-    wanted: Double, until: Double, skipLoopFilters: Bool, halveHDR: Bool, deadline: Int64
+    wanted: Double, until: Double, skipLoopFilters: Bool, referencesOnly: Bool, halveHDR: Bool,
+    deadline: Int64
   ) throws(JobError) -> (image: PlanarImage, time: Double, toneMapped: Bool)? {
     guard let video else { throw JobError(.internalError, "the video was closed") }
     var frame = thumbd_video_frame()
     var message = [CChar](repeating: 0, count: 256)
     while true {
       let status = thumbd_video_next_frame(
-        video, wanted, until, skipLoopFilters ? 1 : 0, deadline, &frame, &message, message.count)
+        video, wanted, until, skipLoopFilters ? 1 : 0, referencesOnly ? 1 : 0, deadline, &frame, &message,
+        message.count)
       if status == 0 { return nil }
       if status < 0 {
         throw JobError(
