@@ -9,14 +9,20 @@
 -- default 10), which thumbs.check_profile accepts in the worker's words (ProfileSpec). Workers of the
 -- release before refuse both keys as unknown: upgrade the workers before a profile uses them.
 --
--- jobs_live_photo_idx holds only the succeeded jobs that carry an identifier, so no other write pays
--- for it; an owner's pairs are read from it in order. Runs again unchanged on a schema that has it.
+-- jobs_live_photo_idx (the stills, by owner) and jobs_live_video_idx (the videos, by identifier) hold
+-- only the succeeded jobs that carry an identifier, so no other write pays for them: an owner's pairs
+-- are read from the first in order, each still's video looked up in the second. Runs again unchanged on a schema that has it.
 
 CREATE INDEX IF NOT EXISTS jobs_live_photo_idx
-  ON thumbs.jobs (owner, (media->>'live_photo_id'), (media->>'kind'), id DESC)
-  WHERE state = 'succeeded' AND media ? 'live_photo_id';
+  ON thumbs.jobs (owner, (media->>'live_photo_id'), id DESC)
+  WHERE state = 'succeeded' AND media ? 'live_photo_id' AND media->>'kind' = 'image';
 COMMENT ON INDEX thumbs.jobs_live_photo_idx IS
-  $$thumbs.live_photos: an owner's succeeded halves of Live Photos, by identifier, newest first.$$;
+  $$thumbs.live_photos: an owner's succeeded Live Photo stills, by identifier, newest first.$$;
+CREATE INDEX IF NOT EXISTS jobs_live_video_idx
+  ON thumbs.jobs ((media->>'live_photo_id'), id DESC)
+  WHERE state = 'succeeded' AND media ? 'live_photo_id' AND media->>'kind' = 'video';
+COMMENT ON INDEX thumbs.jobs_live_video_idx IS
+  $$thumbs.live_photos: the succeeded Live Photo videos of an identifier, newest first.$$;
 
 CREATE OR REPLACE VIEW thumbs.live_photos AS
   SELECT s.owner, s.live_photo_id, s.id AS still_job_id, s.external_id AS still_external_id,
@@ -27,12 +33,13 @@ CREATE OR REPLACE VIEW thumbs.live_photos AS
             FROM thumbs.jobs
            WHERE state = 'succeeded' AND media ? 'live_photo_id' AND media->>'kind' = 'image'
            ORDER BY owner, media->>'live_photo_id', id DESC) s
-    JOIN (SELECT DISTINCT ON (owner, media->>'live_photo_id')
-                 owner, media->>'live_photo_id' AS live_photo_id, id, external_id, finished_at
-            FROM thumbs.jobs
-           WHERE state = 'succeeded' AND media ? 'live_photo_id' AND media->>'kind' = 'video'
-           ORDER BY owner, media->>'live_photo_id', id DESC) v
-      ON v.live_photo_id = s.live_photo_id AND v.owner IS NOT DISTINCT FROM s.owner;
+   CROSS JOIN LATERAL (
+          SELECT j.id, j.external_id, j.finished_at
+            FROM thumbs.jobs j
+           WHERE j.state = 'succeeded' AND j.media ? 'live_photo_id' AND j.media->>'kind' = 'video'
+             AND j.media->>'live_photo_id' = s.live_photo_id AND j.owner IS NOT DISTINCT FROM s.owner
+           ORDER BY j.id DESC
+           LIMIT 1) v;
 COMMENT ON VIEW thumbs.live_photos IS
   $$Live Photos paired: per owner and identifier, the newest succeeded job of the still and of its video.$$;
 COMMENT ON COLUMN thumbs.live_photos.owner IS $$The jobs' owner (NULL: jobs enqueued without one).$$;

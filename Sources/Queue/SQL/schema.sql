@@ -1121,14 +1121,13 @@ CREATE VIEW thumbs.live_photos AS
            FROM thumbs.jobs
           WHERE ((jobs.state = 'succeeded'::text) AND (jobs.media ? 'live_photo_id'::text) AND ((jobs.media ->> 'kind'::text) = 'image'::text))
           ORDER BY jobs.owner, (jobs.media ->> 'live_photo_id'::text), jobs.id DESC) s
-     JOIN ( SELECT DISTINCT ON (jobs.owner, (jobs.media ->> 'live_photo_id'::text)) jobs.owner,
-            (jobs.media ->> 'live_photo_id'::text) AS live_photo_id,
-            jobs.id,
-            jobs.external_id,
-            jobs.finished_at
-           FROM thumbs.jobs
-          WHERE ((jobs.state = 'succeeded'::text) AND (jobs.media ? 'live_photo_id'::text) AND ((jobs.media ->> 'kind'::text) = 'video'::text))
-          ORDER BY jobs.owner, (jobs.media ->> 'live_photo_id'::text), jobs.id DESC) v ON (((v.live_photo_id = s.live_photo_id) AND (NOT (v.owner IS DISTINCT FROM s.owner)))));
+     CROSS JOIN LATERAL ( SELECT j.id,
+            j.external_id,
+            j.finished_at
+           FROM thumbs.jobs j
+          WHERE ((j.state = 'succeeded'::text) AND (j.media ? 'live_photo_id'::text) AND ((j.media ->> 'kind'::text) = 'video'::text) AND ((j.media ->> 'live_photo_id'::text) = s.live_photo_id) AND (NOT (j.owner IS DISTINCT FROM s.owner)))
+          ORDER BY j.id DESC
+         LIMIT 1) v);
 
 COMMENT ON VIEW thumbs.live_photos IS 'Live Photos paired: per owner and identifier, the newest succeeded job of the still and of its video.';
 
@@ -1565,13 +1564,17 @@ CREATE INDEX jobs_finished_idx ON thumbs.jobs USING btree (finished_at, id) WHER
 
 COMMENT ON INDEX thumbs.jobs_finished_idx IS 'Ended jobs by finish time, for retention and the throughput view. id makes each key unique, since a batch of outcomes ends at one now().';
 
-CREATE INDEX jobs_live_photo_idx ON thumbs.jobs USING btree (owner, ((media ->> 'live_photo_id'::text)), ((media ->> 'kind'::text)), id DESC) WHERE ((state = 'succeeded'::text) AND (media ? 'live_photo_id'::text));
+CREATE INDEX jobs_live_photo_idx ON thumbs.jobs USING btree (owner, ((media ->> 'live_photo_id'::text)), id DESC) WHERE ((state = 'succeeded'::text) AND (media ? 'live_photo_id'::text) AND ((media ->> 'kind'::text) = 'image'::text));
 
-COMMENT ON INDEX thumbs.jobs_live_photo_idx IS 'thumbs.live_photos: an owner''s succeeded halves of Live Photos, by identifier, newest first.';
+COMMENT ON INDEX thumbs.jobs_live_photo_idx IS 'thumbs.live_photos: an owner''s succeeded Live Photo stills, by identifier, newest first.';
 
 CREATE UNIQUE INDEX jobs_live_source_anonymous_idx ON thumbs.jobs USING btree (source_key, profile) WHERE ((state = ANY (ARRAY['queued'::text, 'running'::text])) AND (external_id IS NULL));
 
 COMMENT ON INDEX thumbs.jobs_live_source_anonymous_idx IS 'At most one live job per source identity and profile among the jobs without an external id: what makes thumbs.enqueue race-free for them.';
+
+CREATE INDEX jobs_live_video_idx ON thumbs.jobs USING btree (((media ->> 'live_photo_id'::text)), id DESC) WHERE ((state = 'succeeded'::text) AND (media ? 'live_photo_id'::text) AND ((media ->> 'kind'::text) = 'video'::text));
+
+COMMENT ON INDEX thumbs.jobs_live_video_idx IS 'thumbs.live_photos: the succeeded Live Photo videos of an identifier, newest first.';
 
 CREATE INDEX jobs_owner_idx ON thumbs.jobs USING btree (owner, id) WHERE (owner IS NOT NULL);
 

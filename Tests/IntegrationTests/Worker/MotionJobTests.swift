@@ -1,4 +1,5 @@
 import Foundation
+import Queue
 import TestSupport
 import Testing
 import ThumbCore
@@ -64,6 +65,16 @@ struct MotionJobTests {
       "SELECT owner, live_photo_id, still_external_id, video_external_id FROM thumbs.live_photos"
     ).rows
     #expect(pairs == [["ann", identifier, "ann-1", "ann-1-motion"]], "\(pairs)")
+    // An owner's pairs come from the two partial indexes (asked of a table too small to need them, so
+    // that a sequential scan is ruled out, as a large table would).
+    let connection = try PostgresConnection(conninfo: database)
+    defer { connection.close() }
+    try connection.execute(script: "SET enable_seqscan = off")
+    let plan = try connection.query(
+      "EXPLAIN (COSTS OFF) SELECT * FROM thumbs.live_photos WHERE owner = 'ann'", []
+    ).rows.map { $0[0] ?? "" }.joined(separator: "\n")
+    #expect(plan.contains("jobs_live_photo_idx") && plan.contains("jobs_live_video_idx"), "\(plan)")
+    #expect(!plan.contains("Seq Scan"), "\(plan)")
   }
 
   /// The RIFF chunks of a WebP file, by their tags, in order.
