@@ -39,15 +39,9 @@ public enum GIFMatrix {
       script: "gif-matrix.py", name: "thumbd-gif-matrix", python: HDRClips.python)
   }()
 
-  public static var cases: [Case] {
-    guard let folder, let data = try? Data(contentsOf: folder.appendingPathComponent("manifest.json")) else {
-      return []
-    }
-    return (try? JSONDecoder().decode([Case].self, from: data)) ?? []
-  }
+  public static var cases: [Case] { GeneratedSamples.cases(in: folder) }
 
   public static func bytes(_ name: String) throws -> [UInt8] {
-    guard let folder else { throw CocoaError(.fileNoSuchFile) }
-    return [UInt8](try Data(contentsOf: folder.appendingPathComponent(name)))
+    try GeneratedSamples.bytes(name, in: folder)
   }
 }

@@ -52,17 +52,11 @@ public enum MotionSamples {
     return HEIFMatrix.generatedFolder(script: "motion-samples.py", name: "thumbd-motion-samples")
   }()
 
-  public static var cases: [Case] {
-    guard let folder, let data = try? Data(contentsOf: folder.appendingPathComponent("manifest.json")) else {
-      return []
-    }
-    return (try? JSONDecoder().decode([Case].self, from: data)) ?? []
-  }
+  public static var cases: [Case] { GeneratedSamples.cases(in: folder) }
 
   /// The bytes of a file in the folder: a case's, or one of the clips alone ("clip-h264.mp4",
   /// "clip-hevc.mp4") to compare a found clip with.
   public static func bytes(_ name: String) throws -> [UInt8] {
-    guard let folder else { throw CocoaError(.fileNoSuchFile) }
-    return [UInt8](try Data(contentsOf: folder.appendingPathComponent(name)))
+    try GeneratedSamples.bytes(name, in: folder)
   }
 }

@@ -524,69 +524,41 @@ final class VideoSource: SourceDecoder {
 
   /// The frame's planes as 8-bit planes (deeper samples rounded to 8 bits).
   static func planes(of frame: thumbd_video_frame) throws(JobError) -> PlanarImage {
-    let size = PixelSize(width: Int(frame.width), height: Int(frame.height))
-    let gray = frame.gray != 0
-    let sub = PlanarImage.Subsampling(
-      horizontal: 1 << Int(frame.chroma_shift_x), vertical: 1 << Int(frame.chroma_shift_y))
-    let subsampling: [PlanarImage.Subsampling] = gray ? [.none] : [.none, sub, sub]
-    let sources = [frame.data.0, frame.data.1, frame.data.2]
-    let strides = [frame.linesize.0, frame.linesize.1, frame.linesize.2]
     let shift = Int(frame.bits) - 8
-    var planes: [Plane] = []
-    for (index, factors) in subsampling.enumerated() {
-      let planeSize = factors.planeSize(size)
-      guard let source = sources[index] else { throw JobError(.corruptImage, "a video frame lacks a plane") }
-      var plane = Plane(width: planeSize.width, height: planeSize.height, zeroed: false)
-      let stride = Int(strides[index])
+    return try eachPlane(of: frame, halved: false) { source, stride, _, plane in
       let outStride = plane.stride
+      let size = PixelSize(width: plane.width, height: plane.height)
       plane.withUnsafeMutableBufferPointer { destination in
-        for y in 0..<planeSize.height {
+        for y in 0..<size.height {
           let row = source + y * stride
           let out = destination.baseAddress! + y * outStride
           if shift <= 0 {
-            memcpy(out, row, planeSize.width)
+            memcpy(out, row, size.width)
           } else {
             let wide = UnsafeRawPointer(row)
             let half = 1 << (shift - 1)
-            for x in 0..<planeSize.width {
+            for x in 0..<size.width {
               let v = Int(UInt16(littleEndian: wide.loadUnaligned(fromByteOffset: x * 2, as: UInt16.self)))
               out[x] = UInt8(min(255, (v + half) >> shift))
             }
           }
         }
       }
-      planes.append(plane)
     }
-    var image = PlanarImage(model: gray ? .gray : .yCbCr, planes: planes, subsampling: subsampling)
-    image.yCbCrCoding = coding(of: frame)
-    return image
   }
 
   /// The frame's planes at half size, each output sample the mean of 2x2 (deeper samples rounded to 8
   /// bits in the same step): for outputs reduced 2x or more, a quarter of the copy and of the
   /// resampling that follows, for a preview's many frames. An odd last row or column is dropped.
   static func halvedPlanes(of frame: thumbd_video_frame) throws(JobError) -> PlanarImage {
-    let size = PixelSize(width: Int(frame.width) / 2, height: Int(frame.height) / 2)
-    let gray = frame.gray != 0
-    let sub = PlanarImage.Subsampling(
-      horizontal: 1 << Int(frame.chroma_shift_x), vertical: 1 << Int(frame.chroma_shift_y))
-    let subsampling: [PlanarImage.Subsampling] = gray ? [.none] : [.none, sub, sub]
-    let sources = [frame.data.0, frame.data.1, frame.data.2]
-    let strides = [frame.linesize.0, frame.linesize.1, frame.linesize.2]
     let shift = max(0, Int(frame.bits) - 8) + 2
     let wide = frame.bits > 8
-    var planes: [Plane] = []
-    for (index, factors) in subsampling.enumerated() {
-      let planeSize = factors.planeSize(size)
-      guard let source = sources[index] else { throw JobError(.corruptImage, "a video frame lacks a plane") }
+    let half = 1 << (shift - 1)
+    return try eachPlane(of: frame, halved: true) { source, stride, sourceSize, plane in
       // The source plane must hold 2x2 samples for every output one.
-      let sourceSize = factors.planeSize(PixelSize(width: Int(frame.width), height: Int(frame.height)))
-      let width = min(planeSize.width, sourceSize.width / 2)
-      let height = min(planeSize.height, sourceSize.height / 2)
-      var plane = Plane(width: planeSize.width, height: planeSize.height, zeroed: width < planeSize.width)
-      let stride = Int(strides[index])
+      let width = min(plane.width, sourceSize.width / 2)
+      let height = min(plane.height, sourceSize.height / 2)
       let outStride = plane.stride
-      let half = 1 << (shift - 1)
       plane.withUnsafeMutableBufferPointer { destination in
         for y in 0..<height {
           let top = UnsafeRawPointer(source + 2 * y * stride)
@@ -611,6 +583,29 @@ final class VideoSource: SourceDecoder {
           }
         }
       }
+    }
+  }
+
+  /// The frame's planes made one by one by `fill` (each given its source rows and stride, its size in
+  /// the frame, and a plane of the output's size, zeroed, to fill), as one image in the frame's coding.
+  private static func eachPlane(
+    of frame: thumbd_video_frame, halved: Bool,
+    _ fill: (UnsafePointer<UInt8>, Int, PixelSize, inout Plane) -> Void
+  ) throws(JobError) -> PlanarImage {
+    let full = PixelSize(width: Int(frame.width), height: Int(frame.height))
+    let size = halved ? PixelSize(width: full.width / 2, height: full.height / 2) : full
+    let gray = frame.gray != 0
+    let sub = PlanarImage.Subsampling(
+      horizontal: 1 << Int(frame.chroma_shift_x), vertical: 1 << Int(frame.chroma_shift_y))
+    let subsampling: [PlanarImage.Subsampling] = gray ? [.none] : [.none, sub, sub]
+    let sources = [frame.data.0, frame.data.1, frame.data.2]
+    let strides = [frame.linesize.0, frame.linesize.1, frame.linesize.2]
+    var planes: [Plane] = []
+    for (index, factors) in subsampling.enumerated() {
+      guard let source = sources[index] else { throw JobError(.corruptImage, "a video frame lacks a plane") }
+      let planeSize = factors.planeSize(size)
+      var plane = Plane(width: planeSize.width, height: planeSize.height, zeroed: halved)
+      fill(UnsafePointer(source), Int(strides[index]), factors.planeSize(full), &plane)
       planes.append(plane)
     }
     var image = PlanarImage(model: gray ? .gray : .yCbCr, planes: planes, subsampling: subsampling)

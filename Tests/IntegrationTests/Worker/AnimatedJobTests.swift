@@ -11,20 +11,6 @@ import ThumbCore
   .serialized, .enabled(if: TestDatabase.adminURL != nil, Comment(rawValue: TestDatabase.skipReason)),
   .enabled(if: GIFMatrix.isAvailable, Comment(rawValue: GIFMatrix.skipReason)))
 struct AnimatedJobTests {
-  /// The RIFF chunks of a WebP file, by their four-character tags, in order.
-  func chunks(_ data: Data) -> [String] {
-    var tags: [String] = []
-    var at = 12
-    let bytes = [UInt8](data)
-    while at + 8 <= bytes.count {
-      tags.append(String(decoding: bytes[at..<(at + 4)], as: UTF8.self))
-      let size =
-        Int(bytes[at + 4]) | Int(bytes[at + 5]) << 8 | Int(bytes[at + 6]) << 16 | Int(bytes[at + 7]) << 24
-      at += 8 + size + size % 2
-    }
-    return tags
-  }
-
   @Test func anAnimatedVariantIsStoredAsAnAnimatedWebP() async throws {
     let database = try TestDatabase.create()
     let storage = try makeTemporaryDirectory()
@@ -50,8 +36,10 @@ struct AnimatedJobTests {
       rows.map { [$0[1], $0[2], $0[3], $0[4]] } == [
         ["moving", "webp", "160", "90"], ["still", "webp", "160", "90"],
       ])
-    let moving = chunks(try Data(contentsOf: storage.appendingPathComponent(try #require(rows[0][5]))))
-    let still = chunks(try Data(contentsOf: storage.appendingPathComponent(try #require(rows[1][5]))))
+    let moving = webPChunks(
+      [UInt8](try Data(contentsOf: storage.appendingPathComponent(try #require(rows[0][5])))))
+    let still = webPChunks(
+      [UInt8](try Data(contentsOf: storage.appendingPathComponent(try #require(rows[1][5])))))
     // The animation: its ANIM chunk, then a frame chunk for each frame that changes something (the ball
     // moves in every one of the 24).
     #expect(moving.first == "VP8X" && moving.contains("ANIM"), "\(moving)")

@@ -77,19 +77,6 @@ struct MotionJobTests {
     #expect(!plan.contains("Seq Scan"), "\(plan)")
   }
 
-  /// The RIFF chunks of a WebP file, by their tags, in order.
-  func chunks(_ bytes: [UInt8]) -> [String] {
-    var tags: [String] = []
-    var at = 12
-    while at + 8 <= bytes.count {
-      tags.append(String(decoding: bytes[at..<(at + 4)], as: UTF8.self))
-      let size =
-        Int(bytes[at + 4]) | Int(bytes[at + 5]) << 8 | Int(bytes[at + 6]) << 16 | Int(bytes[at + 7]) << 24
-      at += 8 + size + size % 2
-    }
-    return tags
-  }
-
   /// A profile with a still and an animated variant: an 8 s 1080p video read by ranges from its
   /// origin gets its poster and a 3 s preview from it (the window's samples read, not the whole file),
   /// a Motion Photo a preview of its clip; both stills stay JPEGs.
@@ -134,7 +121,8 @@ struct MotionJobTests {
         ["mp.jpg", "moving", "webp", "320", "240"], ["mp.jpg", "still", "jpeg", "320", "240"],
       ], "\(rows)")
     for row in rows where row[1] == "moving" {
-      let tags = chunks([UInt8](try Data(contentsOf: storage.appendingPathComponent(try #require(row[5])))))
+      let tags = webPChunks(
+        [UInt8](try Data(contentsOf: storage.appendingPathComponent(try #require(row[5])))))
       // 3 s at 10 frames a second: 30 frames, each different (the pattern moves).
       #expect(tags.contains("ANIM") && tags.filter { $0 == "ANMF" }.count >= 25, "\(row[0] ?? ""): \(tags)")
     }
