@@ -281,7 +281,7 @@ extension Thumbnailer {
     let animated = variants.filter { $0.animation != nil }
     if let video = decoder as? VideoSource {
       let scale = RenderPlanner.requiredScale(source: video.header.uprightSize, variants: animated)
-      return VideoPreview(video, window: .from(video.posterTime ?? 0), limits: limits, requiredScale: scale)
+      return VideoPreview(video, window: VideoPreview.window(of: video), limits: limits, requiredScale: scale)
     }
     guard let clip = opened.motion.clip, let bytes = opened.original.whole else { return nil }
     let video = try VideoSource(.whole(Array(bytes[clip.range])), maxPixels: maxPixels)

@@ -16,8 +16,8 @@ final class VideoPreview: Animation {
   let halveHDR: Bool
 
   /// Where the window lies: from the poster for a video, around the still's moment for a clip
-  /// embedded with a still (its end when the file does not say: Samsung's moment is the clip's last
-  /// frames); kept inside the clip, and the whole clip when it is shorter.
+  /// embedded with a still or a Live Photo's MOV (its end when the file does not say: Samsung's moment
+  /// is the clip's last frames); kept inside the clip, and the whole clip when it is shorter.
   enum Window {
     case from(Double)
     case around(Double?)
@@ -38,6 +38,14 @@ final class VideoPreview: Animation {
 
   /// Only frames others refer to are decoded (VideoSource.nextFrame).
   let referencesOnly: Bool
+
+  /// A video's window: from its poster; a Live Photo's MOV around its middle, where the still was taken
+  /// (the camera keeps about as much before the still as after; its `still-image-time` track is not
+  /// read).
+  static func window(of video: VideoSource) -> Window {
+    if video.facts.livePhotoID != nil { return .around(video.facts.duration.map { $0 / 2 }) }
+    return .from(video.posterTime ?? 0)
+  }
 
   /// The window's first and last second in the clip.
   static func seconds(
@@ -64,7 +72,7 @@ final class VideoPreview: Animation {
     guard let video = decoder as? VideoSource, video.asksForKeyframes, let search = video.finishedSearch,
       let limits = variants.lazy.compactMap(\.animation).first
     else { return nil }
-    let window = seconds(of: .from(video.posterTime ?? 0), in: video, limits: limits)
+    let window = seconds(of: Self.window(of: video), in: video, limits: limits)
     let missing = video.missingSamples(from: window.start, until: window.end)
     return missing.isEmpty ? nil : (missing, search)
   }
